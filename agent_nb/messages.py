@@ -1,0 +1,396 @@
+"""Messages, their contents, and the responses that carry them.
+
+Everything here is a frozen pydantic model: messages are shared between executors
+and never copied per hop, and every one of them round-trips through JSON unchanged.
+
+```python
+msg = Message("user", ["What is the plan?"])
+Message.model_validate_json(msg.model_dump_json()) == msg  # True
+```
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "ROLES",
+    "AgentResponse",
+    "AgentResponseUpdate",
+    "ChatResponse",
+    "ChatResponseUpdate",
+    "Content",
+    "DataContent",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "Message",
+    "Role",
+    "TextContent",
+    "UriContent",
+    "Usage",
+    "UserInputRequestContent",
+    "UserInputResponseContent",
+    "estimate_tokens",
+    "to_messages",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class TextContent(BaseModel):
+    """Plain text."""
+
+    model_config = _FROZEN
+    type: Literal["text"] = "text"
+    text: str
+
+    def __init__(self, text: Any = None, /, **data: Any) -> None:
+        if text is not None:
+            data["text"] = text
+        super().__init__(**data)
+
+
+class FunctionCallContent(BaseModel):
+    """A model's request to call a function (a tool)."""
+
+    model_config = _FROZEN
+    type: Literal["function_call"] = "function_call"
+    call_id: str
+    """Pairs the call with its ``FunctionResultContent``."""
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    """Parsed arguments, or the raw JSON text a provider sent."""
+
+
+class FunctionResultContent(BaseModel):
+    """The result of a function call, answering the call with the same ``call_id``."""
+
+    model_config = _FROZEN
+    type: Literal["function_result"] = "function_result"
+    call_id: str
+    result: Any = None
+    """Any JSON-serialisable value."""
+    exception: str | None = None
+    """Set when the function raised; ``result`` is then ``None``."""
+
+
+class UserInputRequestContent(BaseModel):
+    """An agent asks a human for input (or for approval of ``function_call``)."""
+
+    model_config = _FROZEN
+    type: Literal["user_input_request"] = "user_input_request"
+    request_id: str
+    prompt: str = ""
+    function_call: FunctionCallContent | None = None
+
+
+class UserInputResponseContent(BaseModel):
+    """A human's answer to the ``UserInputRequestContent`` with the same ``request_id``."""
+
+    model_config = _FROZEN
+    type: Literal["user_input_response"] = "user_input_response"
+    request_id: str
+    text: str = ""
+    approved: bool | None = None
+
+
+class DataContent(BaseModel):
+    """Inline binary data such as an image or a file (base64 in JSON)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+    type: Literal["data"] = "data"
+    data: bytes
+    media_type: str
+
+
+class UriContent(BaseModel):
+    """A reference to data that lives elsewhere."""
+
+    model_config = _FROZEN
+    type: Literal["uri"] = "uri"
+    uri: str
+    media_type: str | None = None
+
+
+Content = Annotated[
+    Union[  # noqa: UP007 - a discriminated union needs the Union form on Python 3.10
+        TextContent,
+        FunctionCallContent,
+        FunctionResultContent,
+        UserInputRequestContent,
+        UserInputResponseContent,
+        DataContent,
+        UriContent,
+    ],
+    Field(discriminator="type"),
+]
+_CONTENT_TYPES = (
+    "text",
+    "function_call",
+    "function_result",
+    "user_input_request",
+    "user_input_response",
+    "data",
+    "uri",
+)
+
+
+def _to_contents(value: Any) -> Any:
+    """Accept a string, or an iterable of strings, content objects and content dicts."""
+    if isinstance(value, str):
+        return (TextContent(value),)
+    if isinstance(value, (BaseModel, dict)):
+        value = (value,)
+    out = []
+    for item in value:
+        if isinstance(item, str):
+            item = TextContent(item)
+        elif isinstance(item, dict) and item.get("type") not in _CONTENT_TYPES:
+            raise ValueError(f"unknown content type {item.get('type')!r}; agent_nb knows: {', '.join(_CONTENT_TYPES)}")
+        out.append(item)
+    return tuple(out)
+
+
+def _text_of(contents: Iterable[Any]) -> str:
+    return " ".join(c.text for c in contents if c.type == "text")
+
+
+class Message(BaseModel):
+    """One chat message: a role, its contents, and who wrote it.
+
+    ``Message("user", ["hi"])`` and ``Message(role="user", contents=["hi"])`` are the same;
+    a bare string is one text content.
+    """
+
+    model_config = _FROZEN
+    role: Role
+    contents: tuple[Content, ...] = ()
+    author_name: str | None = None
+    """The agent (or person) that wrote it; kept when the role is reassigned."""
+    message_id: str | None = None
+
+    def __init__(self, role: Any = None, contents: Any = (), /, **data: Any) -> None:
+        if role is not None:
+            data["role"] = role
+        if contents != ():
+            data["contents"] = contents
+        super().__init__(**data)
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _check_role(cls, value: Any) -> Any:
+        if value not in ROLES:
+            raise ValueError(f"role {value!r} is not allowed; use one of: {', '.join(ROLES)}")
+        return value
+
+    @field_validator("contents", mode="before")
+    @classmethod
+    def _check_contents(cls, value: Any) -> Any:
+        return _to_contents(value)
+
+    @property
+    def text(self) -> str:
+        """The text contents joined by spaces (empty when there are none)."""
+        return _text_of(self.contents)
+
+    def with_role(self, role: Role) -> Message:
+        """A copy under another role, keeping contents, author and id."""
+        return Message(role, self.contents, author_name=self.author_name, message_id=self.message_id)
+
+    def __repr__(self) -> str:
+        parts = [repr(self.role), repr(_shorten(self.text))]
+        kinds = sorted({c.type for c in self.contents} - {"text"})
+        if kinds:
+            parts.append(f"+{','.join(kinds)}")
+        if self.author_name is not None:
+            parts.append(f"author_name={self.author_name!r}")
+        if self.message_id is not None:
+            parts.append(f"message_id={self.message_id!r}")
+        return f"Message({', '.join(parts)})"
+
+    __str__ = __repr__
+
+
+class Usage(BaseModel):
+    """Token counts of one or more model calls (estimated by the offline clients)."""
+
+    model_config = _FROZEN
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+def _to_messages(value: Any) -> Any:
+    if isinstance(value, (Message, dict)):
+        return (value,)
+    return tuple(value)
+
+
+_R = TypeVar("_R", bound="_Response")
+
+
+class _Update(BaseModel):
+    """A streamed increment: some contents of one message."""
+
+    model_config = _FROZEN
+    contents: tuple[Content, ...] = ()
+    role: Role = "assistant"
+    author_name: str | None = None
+    message_id: str | None = None
+    response_id: str | None = None
+    usage: Usage | None = None
+
+    def __init__(self, contents: Any = (), /, **data: Any) -> None:
+        if contents != ():
+            data["contents"] = contents
+        super().__init__(**data)
+
+    _check_contents = field_validator("contents", mode="before")(classmethod(lambda cls, v: _to_contents(v)))
+
+    @property
+    def text(self) -> str:
+        return "".join(c.text for c in self.contents if c.type == "text")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({_shorten(self.text)!r}, author_name={self.author_name!r})"
+
+    __str__ = __repr__
+
+
+class _Response(BaseModel):
+    """Messages a model or an agent produced in one call."""
+
+    model_config = _FROZEN
+    messages: tuple[Message, ...] = ()
+    response_id: str | None = None
+    model: str | None = None
+    """The model that answered, when known."""
+    usage: Usage | None = None
+
+    _check_messages = field_validator("messages", mode="before")(classmethod(lambda cls, v: _to_messages(v)))
+
+    def __init__(self, messages: Any = (), /, **data: Any) -> None:
+        if messages != ():
+            data["messages"] = messages
+        super().__init__(**data)
+
+    @property
+    def text(self) -> str:
+        """The texts of all messages, one per line."""
+        return "\n".join(t for t in (m.text for m in self.messages) if t)
+
+    @classmethod
+    def from_updates(cls: type[_R], updates: Iterable[_Update], **data: Any) -> _R:
+        """Aggregate streamed updates: consecutive updates of one message become one message.
+
+        Adjacent text pieces are joined into a single text content.
+        """
+        messages: list[Message] = []
+        key: tuple[Any, ...] | None = None
+        contents: list[Any] = []
+        usage: Usage | None = None
+        response_id = None
+
+        def flush() -> None:
+            if key is not None and contents:
+                messages.append(Message(key[0], contents, author_name=key[1], message_id=key[2]))
+
+        for update in updates:
+            this = (update.role, update.author_name, update.message_id)
+            if this != key:
+                flush()
+                key, contents = this, []
+            for c in update.contents:
+                if c.type == "text" and contents and contents[-1].type == "text":
+                    contents[-1] = TextContent(contents[-1].text + c.text)
+                else:
+                    contents.append(c)
+            if update.usage is not None:
+                usage = update.usage if usage is None else usage + update.usage
+            response_id = update.response_id or response_id
+        flush()
+        data.setdefault("usage", usage)
+        data.setdefault("response_id", response_id)
+        return cls(messages, **data)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({_shorten(self.text)!r}, messages={len(self.messages)})"
+
+    __str__ = __repr__
+
+
+class AgentResponseUpdate(_Update):
+    """One streamed increment of an agent's answer."""
+
+    def __init__(self, contents: Any = (), /, **data: Any) -> None:  # keeps the positional form for type checkers
+        super().__init__(contents, **data)
+
+
+class AgentResponse(_Response):
+    """What an agent answered in one run: its messages, with ``author_name`` set to the agent."""
+
+    def __init__(self, messages: Any = (), /, **data: Any) -> None:  # keeps the positional form for type checkers
+        super().__init__(messages, **data)
+
+
+class ChatResponseUpdate(_Update):
+    """One streamed increment from a chat client."""
+
+    finish_reason: str | None = None
+
+    def __init__(self, contents: Any = (), /, **data: Any) -> None:  # keeps the positional form for type checkers
+        super().__init__(contents, **data)
+
+
+class ChatResponse(_Response):
+    """What a chat client answered to one request."""
+
+    finish_reason: str | None = None
+
+    def __init__(self, messages: Any = (), /, **data: Any) -> None:  # keeps the positional form for type checkers
+        super().__init__(messages, **data)
+
+
+def estimate_tokens(messages: Sequence[Message] | str) -> int:
+    """A deterministic token estimate (about four characters a token) for offline displays."""
+    if isinstance(messages, str):
+        return math.ceil(len(messages) / 4)
+    return sum(math.ceil(len(m.text) / 4) + 3 for m in messages)
+
+
+def to_messages(value: str | Message | Iterable[str | Message] | None, *, role: Role = "user") -> list[Message]:
+    """Normalise what a caller passes as input: a string becomes a ``role`` message."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [Message(role, value)]
+    if isinstance(value, Message):
+        return [value]
+    out: list[Message] = []
+    for item in value:
+        if type(item) is Message or isinstance(item, Message):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(Message(role, item))
+        else:
+            raise TypeError(f"expected str or Message items, got {type(item).__name__}: {item!r:.60}")
+    return out

@@ -1,0 +1,208 @@
+"""The trace: per executor invocation, what it had in its active context.
+
+Every display, widget, analysis and test reads these records. An executor records a
+``ContextSnapshot`` each time it handles a message: what arrived, what its context mode
+kept and dropped, the exact messages its agent was given (after role reassignment),
+what the agent answered, what it sent on and yielded, and how long it took.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+from .messages import AgentResponse, Message
+
+__all__ = ["ContextSnapshot", "Sent", "Trace"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A message an executor sent, and the executors it was delivered to."""
+
+    message: Any
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSnapshot:
+    """One invocation of one executor."""
+
+    executor_id: str
+    superstep: int
+    index: int
+    """Position in the run: invocations are numbered in the order they started."""
+    received: Any
+    """The message delivered to the executor."""
+    kind: str = "executor"
+    """``"agent"`` for agent executors; ``"executor"``, ``"function"`` or a component kind otherwise."""
+    context_mode: str | None = None
+    context_filter: str | None = None
+    """The name of the filter of a ``custom`` context mode."""
+    kept: Sequence[Message] = ()
+    """Of the received messages, those the context mode kept."""
+    dropped: Sequence[Message] = ()
+    """Of the received messages, those the context mode or filter dropped."""
+    given: tuple[Message, ...] | None = None
+    """The exact messages the agent was given, or ``None`` if the agent did not run."""
+    cached: Sequence[Message] = ()
+    """The executor's cache when the agent ran: ``given`` before roles were reassigned."""
+    response: AgentResponse | None = None
+    sent: tuple[Sent, ...] = ()
+    outputs: tuple[Any, ...] = ()
+    started: float = 0.0
+    """Seconds from the start of the run."""
+    duration: float = 0.0
+    error: str | None = None
+
+    @property
+    def status(self) -> str:
+        """``failed``, ``answered`` (the agent ran), ``cached`` (it only stored messages) or ``ran``."""
+        if self.error is not None:
+            return "failed"
+        if self.given is not None:
+            return "answered"
+        return "cached" if self.kind == "agent" else "ran"
+
+    def reassigned(self) -> tuple[bool, ...]:
+        """Per message of ``given``: whether its role was reassigned (another agent's reply handed over as user)."""
+        if self.given is None:
+            return ()
+        if len(self.cached) != len(self.given):
+            return (False,) * len(self.given)
+        return tuple(g is not c for g, c in zip(self.given, self.cached, strict=True))
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def describe_value(value: Any, width: int = 60) -> str:
+    """How a delivered message reads in one line."""
+    from .workflow.agent_executor import AgentExecutorRequest, AgentExecutorResponse, TurnToken
+
+    if isinstance(value, str):
+        return f"text {_short(repr(value), width)}"
+    if isinstance(value, Message):
+        return f"{value.role} message {_short(repr(value.text), width)}"
+    if isinstance(value, AgentExecutorResponse):
+        n = "?" if value.full_conversation is None else len(value.full_conversation)
+        return f"response of {value.executor_id} (conversation of {n} messages)"
+    if isinstance(value, AgentExecutorRequest):
+        flag = "" if value.should_respond else ", should_respond=False"
+        return f"request of {len(value.messages)} messages{flag}"
+    if isinstance(value, TurnToken):
+        return "turn token"
+    if isinstance(value, list):
+        return f"list of {len(value)}"
+    return _short(f"{type(value).__name__} {value!r}", width + 10)
+
+
+def message_line(m: Message, width: int, *, reassigned: bool = False) -> str:
+    """One message in at most ``width`` characters: ``user, from planner (was assistant): I see…``."""
+    who: str = m.role
+    if m.author_name:
+        who += f", from {m.author_name}"
+    if reassigned:
+        who += " (was assistant)"
+    body = m.text or ", ".join(c.type for c in m.contents)
+    return _short(f"{who}: {body}", width)
+
+
+class Trace(Sequence[ContextSnapshot]):
+    """The snapshots of one run, in the order invocations started.
+
+    ``str(trace)`` is a readable report (no timings, so it is stable);
+    ``trace.to_text(timings=True)`` adds them.
+    """
+
+    __slots__ = ("_snapshots", "executor_ids")
+
+    def __init__(self, snapshots: Sequence[ContextSnapshot], executor_ids: Sequence[str] = ()) -> None:
+        self._snapshots = tuple(snapshots)
+        self.executor_ids: tuple[str, ...] = tuple(executor_ids) or tuple(
+            dict.fromkeys(s.executor_id for s in self._snapshots)
+        )
+
+    def __len__(self) -> int:
+        return len(self._snapshots)
+
+    @overload
+    def __getitem__(self, index: int) -> ContextSnapshot: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ContextSnapshot]: ...
+    def __getitem__(self, index: int | slice) -> ContextSnapshot | Sequence[ContextSnapshot]:
+        return self._snapshots[index]
+
+    def __iter__(self) -> Iterator[ContextSnapshot]:
+        return iter(self._snapshots)
+
+    def for_executor(self, executor_id: str) -> Trace:
+        """The snapshots of one executor."""
+        if executor_id not in self.executor_ids:
+            close = difflib.get_close_matches(executor_id, self.executor_ids, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise KeyError(
+                f"no executor {executor_id!r} in this trace (executors: {', '.join(self.executor_ids)}){hint}"
+            )
+        return Trace([s for s in self._snapshots if s.executor_id == executor_id], (executor_id,))
+
+    def last(self, executor_id: str) -> ContextSnapshot:
+        """The most recent snapshot of an executor that ran."""
+        snaps = self.for_executor(executor_id)
+        if not snaps:
+            raise LookupError(f"executor {executor_id!r} did not run in this trace")
+        return snaps[-1]
+
+    def to_text(self, *, width: int = 100, timings: bool = False) -> str:
+        """A plain-text report: per invocation, what arrived, what was kept and dropped, what was answered."""
+        lines: list[str] = []
+        text_width = max(width - 40, 20)
+        for s in self._snapshots:
+            head = f"[{s.superstep}] {s.executor_id} · {s.kind}"
+            if s.context_mode:
+                head += f" · context_mode={s.context_mode}"
+            if s.context_filter:
+                head += f" ({s.context_filter})"
+            head += f" · {s.status}"
+            if timings:
+                head += f" · {s.duration * 1000:.2f} ms"
+            lines.append(head)
+            lines.append(f"    received  {describe_value(s.received, text_width)}")
+            if s.kind == "agent":
+                if s.dropped:
+                    lines.append(f"    dropped   {len(s.dropped)} message{'s' if len(s.dropped) != 1 else ''}")
+                    lines.extend(f"              ✗ {message_line(m, width - 16)}" for m in s.dropped)
+                if s.given is not None:
+                    lines.append(f"    given     {len(s.given)} message{'s' if len(s.given) != 1 else ''}")
+                    for i, (m, moved) in enumerate(zip(s.given, s.reassigned(), strict=True), 1):
+                        lines.append(f"              {i}. {message_line(m, width - 17, reassigned=moved)}")
+                elif s.kept:
+                    lines.append(f"    cached    {len(s.kept)} message{'s' if len(s.kept) != 1 else ''}")
+            if s.response is not None:
+                lines.append(f"    answered  {_short(s.response.text, text_width + 20)}")
+            for sent in s.sent:
+                to = ", ".join(sent.targets) or "(no downstream executor)"
+                lines.append(f"    sent      {describe_value(sent.message, text_width)} → {to}")
+            if s.error is not None:
+                lines.append(f"    error     {_short(s.error, text_width + 20)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return f"Trace({len(self)} snapshots, executors={list(self.executor_ids)})"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        from .display.context import trace_html
+
+        bundle = {"text/plain": self.to_text(), "text/html": trace_html(self)}
+        if include:
+            bundle = {k: v for k, v in bundle.items() if k in include}
+        if exclude:
+            bundle = {k: v for k, v in bundle.items() if k not in exclude}
+        return bundle

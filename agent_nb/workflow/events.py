@@ -1,0 +1,102 @@
+"""Workflow events: small frozen records with a ``type`` tag, for ``match`` and for streams."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "ExecutorCompleted",
+    "ExecutorFailed",
+    "ExecutorInvoked",
+    "OutputEvent",
+    "SuperstepCompleted",
+    "SuperstepStarted",
+    "WorkflowCompleted",
+    "WorkflowEvent",
+    "WorkflowFailed",
+    "WorkflowStarted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowEvent:
+    """Base of every event; ``type`` names the kind."""
+
+    type: str = field(init=False, default="event")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowStarted(WorkflowEvent):
+    """The run began."""
+
+    type: Literal["started"] = field(init=False, default="started")
+
+
+@dataclass(frozen=True, slots=True)
+class SuperstepStarted(WorkflowEvent):
+    """Messages sent in the previous superstep are being delivered."""
+
+    superstep: int
+    type: Literal["superstep_started"] = field(init=False, default="superstep_started")
+
+
+@dataclass(frozen=True, slots=True)
+class SuperstepCompleted(WorkflowEvent):
+    """Every executor of the superstep finished."""
+
+    superstep: int
+    type: Literal["superstep_completed"] = field(init=False, default="superstep_completed")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorInvoked(WorkflowEvent):
+    """An executor is handling one message."""
+
+    executor_id: str
+    superstep: int
+    type: Literal["executor_invoked"] = field(init=False, default="executor_invoked")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorCompleted(WorkflowEvent):
+    """An executor finished handling one message."""
+
+    executor_id: str
+    superstep: int
+    type: Literal["executor_completed"] = field(init=False, default="executor_completed")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorFailed(WorkflowEvent):
+    """An executor raised; the run fails with it."""
+
+    executor_id: str
+    superstep: int
+    error: BaseException
+    type: Literal["executor_failed"] = field(init=False, default="executor_failed")
+
+
+@dataclass(frozen=True, slots=True)
+class OutputEvent(WorkflowEvent):
+    """An output of the run: an ``AgentResponse``, one ``AgentResponseUpdate`` when streaming, or any value."""
+
+    executor_id: str
+    data: Any
+    type: Literal["output"] = field(init=False, default="output")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowFailed(WorkflowEvent):
+    """The run failed; ``error`` is what ``run`` raises."""
+
+    error: BaseException
+    type: Literal["failed"] = field(init=False, default="failed")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowCompleted(WorkflowEvent):
+    """The run ended: no messages are left to deliver."""
+
+    supersteps: int
+    type: Literal["completed"] = field(init=False, default="completed")

@@ -1,0 +1,241 @@
+"""Executors: the nodes of a workflow graph, and the context they run in.
+
+A handler is an ``async def`` method marked with ``@handler``; the type hint of its
+message parameter decides which messages it takes, and the hint of its context
+(``WorkflowContext[SentType, OutputType]``) declares what it sends, so ``build()``
+can reject edges whose types cannot match.
+
+```python
+class Upper(Executor):
+    @handler
+    async def shout(self, text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text.upper())
+```
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args, get_origin
+
+from ..errors import InputTypeError
+from ._types import accepts, flatten, is_never, type_name
+
+if TYPE_CHECKING:
+    from .runner import _Run
+
+__all__ = ["Executor", "FunctionExecutor", "WorkflowContext", "executor", "handler"]
+
+SendT = TypeVar("SendT")
+OutT = TypeVar("OutT")
+_HANDLER_MARK = "_agent_nb_handler"
+
+
+class WorkflowContext(Generic[SendT, OutT]):
+    """What a handler may do during its invocation: send messages on, yield outputs, read run settings.
+
+    One context is made per invocation. Its type parameters declare what the handler
+    sends (``SendT``) and yields as workflow output (``OutT``).
+    """
+
+    __slots__ = ("_outputs", "_record", "_run", "_sent", "executor_id", "superstep")
+
+    def __init__(self, run: _Run, executor_id: str, superstep: int) -> None:
+        self._run = run
+        self.executor_id = executor_id
+        self.superstep = superstep
+        self._sent: list[Any] = []
+        self._outputs: list[Any] = []
+        self._record: dict[str, Any] = {}
+
+    async def send_message(self, message: Any, target_id: str | None = None) -> None:
+        """Deliver ``message`` in the next superstep along this executor's edges (or to ``target_id`` only)."""
+        self._sent.append(self._run.route(self.executor_id, message, target_id))
+
+    async def yield_output(self, value: Any) -> None:
+        """Make ``value`` an output of the workflow run."""
+        self._outputs.append(value)
+        self._run.output(self.executor_id, value)
+
+    def is_streaming(self) -> bool:
+        """Whether the run was started with ``stream=True``."""
+        return self._run.streaming
+
+    @property
+    def client_kwargs(self) -> dict[str, Any]:
+        """The run's ``client_kwargs`` for this executor (the ``"*"`` entry merged under its own)."""
+        return self._run.kwargs_for("client_kwargs", self.executor_id)
+
+    @property
+    def function_invocation_kwargs(self) -> dict[str, Any]:
+        """The run's ``function_invocation_kwargs`` for this executor."""
+        return self._run.kwargs_for("function_invocation_kwargs", self.executor_id)
+
+    def record_context(self, **fields: Any) -> None:
+        """Record what this invocation had in its active context, for the trace.
+
+        Fields are those of ``ContextSnapshot``: ``kind``, ``context_mode``, ``kept``,
+        ``dropped``, ``given``, ``response``.
+        """
+        self._record.update(fields)
+
+
+@dataclass(frozen=True, slots=True)
+class _HandlerSpec:
+    name: str
+    accepts: Any
+    sends: tuple[Any, ...] | None
+    """Declared types of sent messages; ``None`` when undeclared."""
+    yields: tuple[Any, ...] | None
+
+
+def handler(fn: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """Mark an ``async def`` method of an ``Executor`` as a message handler."""
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"@handler {fn.__qualname__} must be an 'async def' function")
+    setattr(fn, _HANDLER_MARK, True)
+    return fn
+
+
+def _context_types(hint: Any) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:
+    if get_origin(hint) is not WorkflowContext:
+        return None, None
+    args = get_args(hint)
+
+    def declared(i: int) -> tuple[Any, ...] | None:
+        if len(args) <= i:
+            return None
+        return () if is_never(args[i]) else flatten(args[i])
+
+    return declared(0), declared(1)
+
+
+def _spec_of(fn: Callable[..., Any], *, owner: str, skip_self: bool) -> _HandlerSpec:
+    params = list(inspect.signature(fn).parameters.values())[1 if skip_self else 0 :]
+    if len(params) != 2:
+        raise TypeError(f"handler {owner} must take (message, ctx); it takes {len(params)} parameters")
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:
+        raise TypeError(f"handler {owner}: cannot resolve its type hints ({exc})") from exc
+    message, ctx = params
+    if message.name not in hints:
+        raise TypeError(f"handler {owner}: annotate the type of {message.name!r} so messages can be routed to it")
+    sends, yields = _context_types(hints.get(ctx.name))
+    return _HandlerSpec(fn.__name__, hints[message.name], sends, yields)
+
+
+class Executor:
+    """A node of a workflow graph: it receives typed messages and may send and yield.
+
+    Subclasses add ``@handler`` methods. An executor that keeps state between runs
+    overrides ``snapshot_state`` and ``restore_state``, so that a failed run leaves
+    nothing behind.
+    """
+
+    kind = "executor"
+    _specs_cache: tuple[_HandlerSpec, ...] | None = None
+
+    def __init__(self, id: str) -> None:
+        if not isinstance(id, str) or not id:
+            raise ValueError(f"an executor id must be a non-empty string, got {id!r}")
+        self.id = id
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._specs_cache = None
+
+    @property
+    def handler_specs(self) -> tuple[_HandlerSpec, ...]:
+        """The handlers of this executor, in definition order."""
+        cls = type(self)
+        if cls._specs_cache is None:
+            specs, seen = [], set()
+            for klass in reversed(cls.__mro__):
+                for name, fn in vars(klass).items():
+                    if getattr(fn, _HANDLER_MARK, False) and name not in seen:
+                        seen.add(name)
+                        specs.append(_spec_of(fn, owner=f"{cls.__name__}.{name}", skip_self=True))
+            cls._specs_cache = tuple(specs)
+        return cls._specs_cache
+
+    def accepted_types(self) -> tuple[Any, ...]:
+        return tuple(s.accepts for s in self.handler_specs)
+
+    def sent_types(self) -> tuple[Any, ...] | None:
+        """What the handlers declare they send, or ``None`` if any handler does not declare it."""
+        out: tuple[Any, ...] = ()
+        for spec in self.handler_specs:
+            if spec.sends is None:
+                return None
+            out += spec.sends
+        return out
+
+    def _find_handler(self, message: Any) -> Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]] | None:
+        for spec in self.handler_specs:
+            if accepts(spec.accepts, message):
+                return getattr(self, spec.name)  # type: ignore[no-any-return]
+        return None
+
+    def can_handle(self, message: Any) -> bool:
+        return self._find_handler(message) is not None
+
+    def type_error(self, message: Any) -> InputTypeError:
+        accepted = tuple(type_name(t) for t in self.accepted_types())
+        return InputTypeError(
+            f"executor {self.id!r} cannot take a {type(message).__name__} ({message!r:.60}); "
+            f"it accepts: {', '.join(accepted) or 'nothing (it has no handlers)'}",
+            executor_id=self.id,
+            accepted=accepted,
+        )
+
+    async def execute(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        """Run the handler that takes ``message``."""
+        fn = self._find_handler(message)
+        if fn is None:
+            raise self.type_error(message)
+        await fn(message, ctx)
+
+    def snapshot_state(self) -> dict[str, Any]:
+        """What this executor holds between runs (immutable values; cheap to take)."""
+        return {}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Go back to a state taken with ``snapshot_state``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r})"
+
+
+class FunctionExecutor(Executor):
+    """An executor made of one ``async def fn(message, ctx)`` function."""
+
+    kind = "function"
+
+    def __init__(
+        self, fn: Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]], *, id: str | None = None
+    ) -> None:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"FunctionExecutor needs an 'async def' function, got {fn!r}")
+        super().__init__(id or fn.__name__)
+        self.fn = fn
+        self._spec = _spec_of(fn, owner=f"function {fn.__name__!r}", skip_self=False)
+
+    @property
+    def handler_specs(self) -> tuple[_HandlerSpec, ...]:
+        return (self._spec,)
+
+    def _find_handler(self, message: Any) -> Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]] | None:
+        return self.fn if accepts(self._spec.accepts, message) else None
+
+
+def executor(
+    fn: Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]] | None = None, *, id: str | None = None
+) -> Any:
+    """Turn an ``async def fn(message, ctx)`` into a ``FunctionExecutor``: ``@executor`` or ``@executor(id=...)``."""
+    if fn is None:
+        return lambda f: FunctionExecutor(f, id=id)
+    return FunctionExecutor(fn, id=id)

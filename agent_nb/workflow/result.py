@@ -1,0 +1,43 @@
+"""``RunResult``: the events, outputs and trace of one workflow run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..trace import Trace
+from .events import WorkflowEvent
+
+__all__ = ["RunResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What ``await workflow.run(...)`` returns."""
+
+    events: tuple[WorkflowEvent, ...]
+    trace: Trace
+    status: str
+    """``"completed"`` or ``"failed"``."""
+
+    def get_outputs(self) -> list[Any]:
+        """The outputs in the order they were yielded (``AgentResponse`` objects for agents)."""
+        return [e.data for e in self.events if e.type == "output"]  # type: ignore[attr-defined]
+
+    @property
+    def text(self) -> str:
+        """The text of the last output that has text, or ``""``."""
+        for value in reversed(self.get_outputs()):
+            text = getattr(value, "text", None)
+            if isinstance(text, str) and text:
+                return text
+        return ""
+
+    def __repr__(self) -> str:
+        return f"RunResult(status={self.status!r}, outputs={len(self.get_outputs())}, snapshots={len(self.trace)})"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        bundle = self.trace._repr_mimebundle_(include, exclude)
+        if "text/plain" in bundle:
+            bundle["text/plain"] = f"{self!r}\n{bundle['text/plain']}"
+        return bundle

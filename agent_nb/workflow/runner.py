@@ -1,0 +1,271 @@
+"""One run of a workflow: supersteps, routing, outputs, the trace, and undoing a failed run.
+
+Messages sent in superstep *n* are delivered in superstep *n + 1*. Executors that have
+messages in a superstep run concurrently; one executor handles its messages in the
+order they were sent. When an executor fails, the others of that superstep are
+cancelled and every executor goes back to the state it had before the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RunError, StepFailed, SuperstepLimitExceeded, UsageError
+from ..trace import ContextSnapshot, Sent, Trace
+from .edges import EdgeGroup
+from .events import (
+    ExecutorCompleted,
+    ExecutorFailed,
+    ExecutorInvoked,
+    OutputEvent,
+    SuperstepCompleted,
+    SuperstepStarted,
+    WorkflowCompleted,
+    WorkflowEvent,
+    WorkflowFailed,
+    WorkflowStarted,
+)
+from .executor import Executor, WorkflowContext
+from .result import RunResult
+
+if TYPE_CHECKING:
+    from .workflow import Workflow
+
+Emit = Callable[[WorkflowEvent], None]
+
+
+class _Failure(Exception):
+    """Carries an executor's error out of a superstep."""
+
+    def __init__(self, executor_id: str, superstep: int, error: BaseException) -> None:
+        self.executor_id, self.superstep, self.error = executor_id, superstep, error
+
+
+class _Run:
+    """The state of one run; nothing of it outlives the run except the result."""
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        *,
+        streaming: bool,
+        emit: Emit | None,
+        run_kwargs: Mapping[str, dict[str, dict[str, Any]]],
+        max_supersteps: int,
+    ) -> None:
+        self.workflow = workflow
+        self.streaming = streaming
+        self.events: list[WorkflowEvent] = []
+        self._emit_extra = emit
+        self._run_kwargs = run_kwargs
+        self.max_supersteps = max_supersteps
+        self.superstep = 0
+        self._next: list[tuple[str, Any]] = []
+        self._fan_in: dict[int, dict[str, list[Any]]] = {}
+        self._snapshots: list[ContextSnapshot] = []
+        self._count = 0
+        self._t0 = 0.0
+
+    # -- called by WorkflowContext --------------------------------------------------
+
+    def emit(self, event: WorkflowEvent) -> None:
+        self.events.append(event)
+        if self._emit_extra is not None:
+            self._emit_extra(event)
+
+    def output(self, executor_id: str, value: Any) -> None:
+        allowed = self.workflow.output_from
+        if allowed is None or executor_id in allowed:
+            self.emit(OutputEvent(executor_id, value))
+
+    def kwargs_for(self, kind: str, executor_id: str) -> dict[str, Any]:
+        per = self._run_kwargs.get(kind)
+        return per.get(executor_id, {}) if per else {}
+
+    def route(self, source: str, message: Any, target_id: str | None) -> Sent:
+        executors = self.workflow.executors
+        delivered: list[str] = []
+        for group in self.workflow.routes.get(source, ()):
+            if group.kind == "fan_in":
+                if target_id is None or target_id in group.targets:
+                    self._fan_in.setdefault(group.index, {}).setdefault(source, []).append(message)
+                    delivered.append(f"{group.targets[0]} (fan-in)")
+                continue
+            targets: list[str] | tuple[str, ...] = group.targets
+            if group.condition is not None and not _call(group.condition, message, group, source):
+                continue
+            if group.selection is not None:
+                targets = _select(group, message, source)
+            for target in targets:
+                if (target_id is None or target == target_id) and executors[target].can_handle(message):
+                    self._next.append((target, message))
+                    delivered.append(target)
+        if target_id is not None and not delivered:
+            raise UsageError(
+                f"executor {source!r} sent a {type(message).__name__} to {target_id!r}, but no edge from "
+                f"{source!r} to {target_id!r} takes it; add the edge or send without target_id"
+            )
+        return Sent(message, tuple(delivered))
+
+    # -- the run --------------------------------------------------------------------
+
+    async def execute(self, inputs: tuple[Any, ...]) -> RunResult:
+        workflow = self.workflow
+        saved = {eid: ex.snapshot_state() for eid, ex in workflow.executors.items()}
+        self._t0 = time.perf_counter()
+        self.emit(WorkflowStarted())
+        self._next = [(workflow.start_executor_id, m) for m in inputs]
+        try:
+            while self._next:
+                if self.superstep >= self.max_supersteps:
+                    active = tuple(dict.fromkeys(t for t, _ in self._next))
+                    raise SuperstepLimitExceeded(
+                        f"workflow {workflow.name!r} was still delivering messages after {self.max_supersteps} "
+                        f"supersteps (to {', '.join(active)}): a cycle that does not end. Add a condition that "
+                        "stops it, or raise max_supersteps if the work really is that long.",
+                        limit=self.max_supersteps,
+                        active=active,
+                    )
+                await self._superstep()
+        except BaseException as exc:
+            for eid, ex in workflow.executors.items():
+                ex.restore_state(saved[eid])
+            error = self._as_run_error(exc)
+            self.emit(WorkflowFailed(error))
+            if isinstance(error, RunError):
+                error.result = self.result("failed")
+            if error is exc:
+                raise
+            raise error from (exc.error if isinstance(exc, _Failure) else exc)
+        self.emit(WorkflowCompleted(self.superstep))
+        return self.result("completed")
+
+    def _as_run_error(self, exc: BaseException) -> BaseException:
+        if not isinstance(exc, _Failure):
+            return exc
+        original = exc.error
+        if isinstance(original, UsageError):
+            return original
+        return StepFailed(
+            f"executor {exc.executor_id!r} failed in superstep {exc.superstep} of workflow "
+            f"{self.workflow.name!r}: {type(original).__name__}: {original}. Nothing of this run was kept; "
+            "fix the cause and run again.",
+            executor_id=exc.executor_id,
+            superstep=exc.superstep,
+        )
+
+    def result(self, status: str) -> RunResult:
+        snapshots = sorted(self._snapshots, key=lambda s: s.index)
+        trace = Trace(snapshots, tuple(self.workflow.executors))
+        return RunResult(tuple(self.events), trace, status)
+
+    async def _superstep(self) -> None:
+        self.superstep += 1
+        step = self.superstep
+        deliveries, self._next = self._next, []
+        by_target: dict[str, list[Any]] = {}
+        for target, message in deliveries:
+            by_target.setdefault(target, []).append(message)
+        self.emit(SuperstepStarted(step))
+        executors = self.workflow.executors
+        if len(by_target) == 1:
+            ((target, messages),) = by_target.items()
+            await self._invoke_all(executors[target], messages, step)
+        else:
+            await _all_or_cancel([self._invoke_all(executors[t], ms, step) for t, ms in by_target.items()])
+        self._release_fan_in()
+        self.emit(SuperstepCompleted(step))
+
+    def _release_fan_in(self) -> None:
+        for group in self.workflow.fan_in_groups:
+            buffer = self._fan_in.get(group.index)
+            if buffer and all(buffer.get(s) for s in group.sources):
+                merged = [m for s in group.sources for m in buffer[s]]
+                self._next.append((group.targets[0], merged))
+                del self._fan_in[group.index]
+
+    async def _invoke_all(self, executor: Executor, messages: list[Any], step: int) -> None:
+        for message in messages:
+            await self._invoke(executor, message, step)
+
+    async def _invoke(self, executor: Executor, message: Any, step: int) -> None:
+        index = self._count
+        self._count += 1
+        eid = executor.id
+        self.emit(ExecutorInvoked(eid, step))
+        ctx: WorkflowContext[Any, Any] = WorkflowContext(self, eid, step)
+        start = time.perf_counter()
+        try:
+            await executor.execute(message, ctx)
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit) as exc:
+            self._record(ctx, executor, message, index, start, error=f"cancelled ({type(exc).__name__})")
+            raise
+        except Exception as exc:
+            self._record(ctx, executor, message, index, start, error=f"{type(exc).__name__}: {exc}")
+            self.emit(ExecutorFailed(eid, step, exc))
+            raise _Failure(eid, step, exc) from exc
+        self._record(ctx, executor, message, index, start)
+        self.emit(ExecutorCompleted(eid, step))
+
+    def _record(
+        self,
+        ctx: WorkflowContext[Any, Any],
+        executor: Executor,
+        message: Any,
+        index: int,
+        start: float,
+        error: str | None = None,
+    ) -> None:
+        fields = ctx._record
+        fields.setdefault("kind", executor.kind)
+        self._snapshots.append(
+            ContextSnapshot(
+                executor_id=executor.id,
+                superstep=ctx.superstep,
+                index=index,
+                received=message,
+                sent=tuple(ctx._sent),
+                outputs=tuple(ctx._outputs),
+                started=start - self._t0,
+                duration=time.perf_counter() - start,
+                error=error,
+                **fields,
+            )
+        )
+
+
+def _call(condition: Callable[[Any], bool], message: Any, group: EdgeGroup, source: str) -> bool:
+    try:
+        return bool(condition(message))
+    except Exception as exc:
+        label = group.label or getattr(condition, "__name__", "condition")
+        raise RuntimeError(
+            f"the condition {label!r} on the edge {source} → {', '.join(group.targets)} raised {exc!r}"
+        ) from exc
+
+
+def _select(group: EdgeGroup, message: Any, source: str) -> list[str]:
+    assert group.selection is not None
+    chosen = list(group.selection(message, list(group.targets)))
+    unknown = [t for t in chosen if t not in group.targets]
+    if unknown:
+        raise RuntimeError(
+            f"the fan-out selection of {source!r} chose {unknown}, "
+            f"which are not among its targets {list(group.targets)}"
+        )
+    return chosen
+
+
+async def _all_or_cancel(coros: list[Any]) -> None:
+    """Run concurrently; on the first failure cancel the rest and re-raise it."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -1,0 +1,222 @@
+"""``Workflow``: a built graph of executors, and the ways to run it."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from typing import Any, Literal, cast, overload
+
+from ..errors import InputTypeError, UsageError, WorkflowBusyError
+from ..nb import run_sync
+from .edges import Edge, EdgeGroup
+from .events import WorkflowEvent
+from .executor import Executor
+from .result import RunResult
+from .runner import _Run
+
+__all__ = ["Workflow", "WorkflowRunStream"]
+
+_END = object()
+
+
+class Workflow:
+    """A validated graph of executors, made by ``WorkflowBuilder.build()``.
+
+    Executors keep their state between runs (an agent executor its conversation and
+    session), so one workflow holds one conversation; it runs one run at a time.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        executors: dict[str, Executor],
+        start_executor_id: str,
+        groups: tuple[EdgeGroup, ...],
+        max_supersteps: int,
+        output_from: frozenset[str] | None,
+        description: str | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.executors = executors
+        self.start_executor_id = start_executor_id
+        self.groups = groups
+        self.edges: tuple[Edge, ...] = tuple(e for g in groups for e in g.edges())
+        self.max_supersteps = max_supersteps
+        self.output_from = output_from
+        self.routes: dict[str, tuple[EdgeGroup, ...]] = {
+            eid: tuple(g for g in groups if eid in g.sources) for eid in executors
+        }
+        self.fan_in_groups = tuple(g for g in groups if g.kind == "fan_in")
+        self._running = False
+
+    @property
+    def start_executor(self) -> Executor:
+        return self.executors[self.start_executor_id]
+
+    def get_executor(self, executor_id: str) -> Executor:
+        try:
+            return self.executors[executor_id]
+        except KeyError:
+            raise KeyError(_unknown(executor_id, self.executors, f"workflow {self.name!r}")) from None
+
+    # -- running --------------------------------------------------------------------
+
+    @overload
+    def run(
+        self,
+        *inputs: Any,
+        stream: Literal[False] = False,
+        client_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        max_supersteps: int | None = None,
+    ) -> Coroutine[Any, Any, RunResult]: ...
+    @overload
+    def run(
+        self,
+        *inputs: Any,
+        stream: Literal[True],
+        client_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        max_supersteps: int | None = None,
+    ) -> WorkflowRunStream: ...
+    def run(
+        self,
+        *inputs: Any,
+        stream: bool = False,
+        client_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        max_supersteps: int | None = None,
+    ) -> Coroutine[Any, Any, RunResult] | WorkflowRunStream:
+        """Run the workflow on ``inputs``, delivered in order to the start executor.
+
+        ``await workflow.run(x)`` returns a ``RunResult``; ``workflow.run(x, stream=True)``
+        is an async iterator of events (its ``result`` is set once it is exhausted).
+
+        ``client_kwargs`` and ``function_invocation_kwargs`` map executor ids to keyword
+        arguments for that executor's agent; the key ``"*"`` applies to every agent.
+        """
+        if not inputs:
+            raise UsageError(f"workflow {self.name!r}: run() needs at least one input for {self.start_executor_id!r}")
+        start = self.start_executor
+        for value in inputs:
+            if not start.can_handle(value):
+                error = start.type_error(value)
+                raise InputTypeError(f"start {error}", executor_id=error.executor_id, accepted=error.accepted)
+        run_kwargs = {
+            "client_kwargs": self._per_executor("client_kwargs", client_kwargs),
+            "function_invocation_kwargs": self._per_executor("function_invocation_kwargs", function_invocation_kwargs),
+        }
+        limit = max_supersteps or self.max_supersteps
+        if stream:
+            return WorkflowRunStream(self, inputs, run_kwargs, limit)
+        return self._run(inputs, run_kwargs, limit)
+
+    async def _run(self, inputs: tuple[Any, ...], run_kwargs: Any, limit: int) -> RunResult:
+        with self._claim():
+            run = _Run(self, streaming=False, emit=None, run_kwargs=run_kwargs, max_supersteps=limit)
+            return await run.execute(inputs)
+
+    def run_sync(self, *inputs: Any, **kwargs: Any) -> RunResult:
+        """``run`` for code that cannot ``await``: a script, or a notebook cell inside a running loop."""
+        if kwargs.get("stream"):
+            raise UsageError("run_sync cannot stream; use 'async for event in workflow.run(..., stream=True)'")
+        return run_sync(cast("Coroutine[Any, Any, RunResult]", self.run(*inputs, **kwargs)))
+
+    def reset(self) -> None:
+        """Forget every agent executor's cache and conversation: the next run starts a new conversation."""
+        for ex in self.executors.values():
+            reset = getattr(ex, "reset", None)
+            if callable(reset):
+                reset()
+
+    def _claim(self) -> _Claim:
+        return _Claim(self)
+
+    def _per_executor(self, what: str, given: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+        if not given:
+            return {}
+        for key, value in given.items():
+            if key != "*" and key not in self.executors:
+                raise UsageError(
+                    f"{what}: {_unknown(key, self.executors, f'workflow {self.name!r}')}. Keys are executor ids, "
+                    f"or '*' for every agent: {what}={{'*': {{...}}}}"
+                )
+            if not isinstance(value, Mapping):
+                raise UsageError(f"{what}[{key!r}] must be a dict of keyword arguments, got {type(value).__name__}")
+        shared = dict(given.get("*", {}))
+        return {eid: {**shared, **given.get(eid, {})} for eid in self.executors}
+
+    def __repr__(self) -> str:
+        return f"Workflow({self.name!r}, executors={list(self.executors)}, start={self.start_executor_id!r})"
+
+
+class _Claim:
+    """Marks a workflow as running for the duration of one run."""
+
+    def __init__(self, workflow: Workflow) -> None:
+        self.workflow = workflow
+
+    def __enter__(self) -> None:
+        if self.workflow._running:
+            raise WorkflowBusyError(
+                f"workflow {self.workflow.name!r} is already running; await that run first, "
+                "or build a second workflow to run two conversations at once"
+            )
+        self.workflow._running = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.workflow._running = False
+
+
+class WorkflowRunStream:
+    """The events of one streaming run, as they happen. ``result`` is set after the last event."""
+
+    def __init__(self, workflow: Workflow, inputs: tuple[Any, ...], run_kwargs: Any, limit: int) -> None:
+        self._workflow = workflow
+        self._inputs = inputs
+        self._run_kwargs = run_kwargs
+        self._limit = limit
+        self._started = False
+        self.result: RunResult | None = None
+
+    def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
+        if self._started:
+            raise UsageError("this stream was already iterated; call workflow.run(..., stream=True) again")
+        self._started = True
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[WorkflowEvent]:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        with self._workflow._claim():
+            run = _Run(
+                self._workflow,
+                streaming=True,
+                emit=queue.put_nowait,
+                run_kwargs=self._run_kwargs,
+                max_supersteps=self._limit,
+            )
+
+            async def produce() -> RunResult:
+                try:
+                    return await run.execute(self._inputs)
+                finally:
+                    queue.put_nowait(_END)
+
+            task = asyncio.ensure_future(produce())
+            try:
+                while (event := await queue.get()) is not _END:
+                    yield event
+                self.result = await task
+            finally:
+                if not task.done():
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+
+
+def _unknown(key: str, known: Mapping[str, Any], where: str) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"there is no executor {key!r} in {where} (executors: {', '.join(known)}){hint}"
