@@ -160,7 +160,19 @@ class Trace(Sequence[ContextSnapshot]):
     def to_text(self, *, width: int = 100, timings: bool = False) -> str:
         """A plain-text report: per invocation, what arrived, what was kept and dropped, what was answered."""
         lines: list[str] = []
-        text_width = max(width - 40, 20)
+        body = max(width - 14, 20)
+
+        def add(label: str, text: str) -> None:
+            lines.append(f"    {label:<10}{_short(text, body)}")
+
+        def listing(mark: str, messages: Sequence[Message], moved: Sequence[bool] = ()) -> None:
+            for i, m in enumerate(messages):
+                prefix = f"{i + 1}." if mark == "#" else mark
+                lines.append(f"              {prefix} {message_line(m, body - 3, reassigned=bool(moved and moved[i]))}")
+
+        def count(n: int) -> str:
+            return f"{n} message{'' if n == 1 else 's'}"
+
         for s in self._snapshots:
             head = f"[{s.superstep}] {s.executor_id} · {s.kind}"
             if s.context_mode:
@@ -171,24 +183,24 @@ class Trace(Sequence[ContextSnapshot]):
             if timings:
                 head += f" · {s.duration * 1000:.2f} ms"
             lines.append(head)
-            lines.append(f"    received  {describe_value(s.received, text_width)}")
-            if s.kind == "agent":
-                if s.dropped:
-                    lines.append(f"    dropped   {len(s.dropped)} message{'s' if len(s.dropped) != 1 else ''}")
-                    lines.extend(f"              ✗ {message_line(m, width - 16)}" for m in s.dropped)
-                if s.given is not None:
-                    lines.append(f"    given     {len(s.given)} message{'s' if len(s.given) != 1 else ''}")
-                    for i, (m, moved) in enumerate(zip(s.given, s.reassigned(), strict=True), 1):
-                        lines.append(f"              {i}. {message_line(m, width - 17, reassigned=moved)}")
-                elif s.kept:
-                    lines.append(f"    cached    {len(s.kept)} message{'s' if len(s.kept) != 1 else ''}")
+            add("received", describe_value(s.received, body))
+            if s.dropped:
+                add("dropped", count(len(s.dropped)))
+                listing("✗", s.dropped)
+            if s.given is not None:
+                add("given", count(len(s.given)))
+                listing("#", s.given, s.reassigned())
+            elif s.kind == "agent" and s.kept:
+                add("cached", count(len(s.kept)))
             if s.response is not None:
-                lines.append(f"    answered  {_short(s.response.text, text_width + 20)}")
+                add("answered", s.response.text)
             for sent in s.sent:
-                to = ", ".join(sent.targets) or "(no downstream executor)"
-                lines.append(f"    sent      {describe_value(sent.message, text_width)} → {to}")
+                add(
+                    "sent",
+                    f"{describe_value(sent.message, body)} → {', '.join(sent.targets) or '(no downstream executor)'}",
+                )
             if s.error is not None:
-                lines.append(f"    error     {_short(s.error, text_width + 20)}")
+                add("error", s.error)
         return "\n".join(lines)
 
     def __str__(self) -> str:

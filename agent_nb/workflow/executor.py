@@ -19,7 +19,9 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Generic, get_args, get_origin
+
+from typing_extensions import TypeVar
 
 from ..errors import InputTypeError
 from ._types import accepts, flatten, is_never, type_name
@@ -29,8 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Executor", "FunctionExecutor", "WorkflowContext", "executor", "handler"]
 
-SendT = TypeVar("SendT")
-OutT = TypeVar("OutT")
+SendT = TypeVar("SendT", default=Any)
+OutT = TypeVar("OutT", default=Any)
 _HANDLER_MARK = "_agent_nb_handler"
 
 
@@ -106,7 +108,7 @@ def _context_types(hint: Any) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] |
     args = get_args(hint)
 
     def declared(i: int) -> tuple[Any, ...] | None:
-        if len(args) <= i:
+        if len(args) <= i or args[i] is Any:
             return None
         return () if is_never(args[i]) else flatten(args[i])
 
@@ -172,7 +174,7 @@ class Executor:
             if spec.sends is None:
                 return None
             out += spec.sends
-        return out
+        return tuple(dict.fromkeys(out))
 
     def _find_handler(self, message: Any) -> Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]] | None:
         for spec in self.handler_specs:

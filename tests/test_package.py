@@ -1,0 +1,29 @@
+"""The front door: a sorted __all__ that matches the namespace, and an import that stays light."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import agent_nb
+
+
+def test_all_is_sorted_and_matches_the_public_namespace():
+    public = {n for n in dir(agent_nb) if not n.startswith("_")}
+    modules = {n for n in public if type(getattr(agent_nb, n)).__name__ == "module"}
+    assert agent_nb.__all__ == sorted(set(agent_nb.__all__))
+    assert set(agent_nb.__all__) - {"__version__"} == public - modules
+
+
+def test_import_does_not_pull_heavy_or_optional_packages():
+    code = (
+        "import sys, json; import agent_nb; from agent_nb import WorkflowBuilder, AgentExecutor; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'openai', 'matplotlib', 'ipywidgets', 'IPython', 'numpy', 'nest_asyncio', 'httpx'})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_py_typed_is_shipped():
+    assert (Path(agent_nb.__file__).parent / "py.typed").exists()

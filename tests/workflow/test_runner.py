@@ -1,0 +1,284 @@
+import asyncio
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import RecordingAgent
+
+from agent_nb import (
+    AgentExecutor,
+    AgentResponseUpdate,
+    Executor,
+    StepFailed,
+    SuperstepLimitExceeded,
+    UsageError,
+    WorkflowBuilder,
+    WorkflowBusyError,
+    WorkflowContext,
+    handler,
+)
+
+
+class Relay(Executor):
+    """Appends its id; yields when it is a sink."""
+
+    def __init__(self, id, *, sleep=0.0, log=None):
+        super().__init__(id)
+        self.sleep, self.log = sleep, log if log is not None else []
+
+    @handler
+    async def on(self, text: str, ctx: WorkflowContext[str, str]) -> None:
+        self.log.append(("start", self.id, ctx.superstep))
+        await asyncio.sleep(self.sleep)
+        self.log.append(("end", self.id, ctx.superstep))
+        await ctx.send_message(f"{text}>{self.id}")
+        await ctx.yield_output(f"{text}>{self.id}")
+
+
+class Join(Executor):
+    @handler
+    async def on(self, items: list[str], ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(" + ".join(items))
+
+
+class Loop(Executor):
+    @handler
+    async def on(self, n: int, ctx: WorkflowContext[int, int]) -> None:
+        await ctx.send_message(n + 1)
+
+
+async def test_messages_sent_in_one_superstep_arrive_in_the_next():
+    a, b, c = Relay("a"), Relay("b"), Relay("c")
+    result = await WorkflowBuilder(start_executor=a, output_from=["c"]).add_chain([a, b, c]).build().run("x")
+    assert [(s.executor_id, s.superstep) for s in result.trace] == [("a", 1), ("b", 2), ("c", 3)]
+    assert result.get_outputs() == ["x>a>b>c"]
+
+
+async def test_executors_of_one_superstep_run_concurrently():
+    log: list = []
+    a = Relay("a", log=log)
+    b, c = Relay("b", sleep=0.05, log=log), Relay("c", sleep=0.05, log=log)
+    wf = WorkflowBuilder(start_executor=a).add_fan_out_edges(a, [b, c]).build()
+    await wf.run("x")
+    assert log[2:4] == [("start", "b", 2), ("start", "c", 2)]  # both started before either ended
+
+
+async def test_fan_in_delivers_one_list_once_every_source_sent():
+    a, fast, slow, join = Relay("a"), Relay("fast"), Relay("slow"), Join("join")
+    wf = (
+        WorkflowBuilder(start_executor=a, output_from=["join"])
+        .add_fan_out_edges(a, [fast, slow])
+        .add_edge(slow, Relay("slower"))
+        .add_fan_in_edges([fast, "slower"], join)
+        .build()
+    )
+    result = await wf.run("x")
+    assert result.get_outputs() == ["x>a>fast + x>a>slow>slower"]
+    assert [s.superstep for s in result.trace.for_executor("join")] == [4]
+
+
+async def test_conditional_edges_and_fan_out_selection():
+    a, short, long_ = Relay("a"), Relay("short"), Relay("long")
+    wf = (
+        WorkflowBuilder(start_executor=a, output_from=["short", "long"])
+        .add_edge(a, short, lambda t: len(t) < 6)
+        .add_edge(a, long_, lambda t: len(t) >= 6)
+        .build()
+    )
+    assert (await wf.run("x")).get_outputs() == ["x>a>short"]
+    assert (await wf.run("xxxx")).get_outputs() == ["xxxx>a>long"]
+
+    b, c = Relay("b"), Relay("c")
+    picker = WorkflowBuilder(start_executor=(s := Relay("s")), output_from=["b", "c"]).add_fan_out_edges(
+        s, [b, c], selection=lambda msg, targets: [t for t in targets if t == "c"]
+    )
+    assert (await picker.build().run("x")).get_outputs() == ["x>s>c"]
+
+
+async def test_a_condition_that_raises_fails_the_run_naming_the_edge():
+    a, b = Relay("a"), Relay("b")
+
+    def picky(text):
+        raise ValueError("no")
+
+    wf = WorkflowBuilder(start_executor=a).add_edge(a, b, picky).build()
+    with pytest.raises(StepFailed, match=r"condition 'picky' on the edge a → b raised ValueError\('no'\)"):
+        await wf.run("x")
+
+
+async def test_send_to_a_target_without_an_edge_is_a_usage_error():
+    class Misdirect(Executor):
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
+            await ctx.send_message(text, target_id="nowhere")
+
+    wf = WorkflowBuilder(start_executor=Misdirect("m")).build()
+    with pytest.raises(UsageError, match="'m' sent a str to 'nowhere', but no edge"):
+        await wf.run("x")
+
+
+async def test_a_cycle_that_never_ends_hits_the_superstep_limit():
+    a, b = Loop("a"), Loop("b")
+    wf = WorkflowBuilder(start_executor=a, max_supersteps=7).add_edge(a, b).add_edge(b, a).build()
+    with pytest.raises(SuperstepLimitExceeded, match=r"after 7 supersteps \(to b\)") as info:
+        await wf.run(0)
+    assert info.value.limit == 7 and info.value.active == ("b",)
+    assert info.value.result.status == "failed" and len(info.value.result.trace) == 7
+
+
+async def test_events_of_a_run_in_order():
+    a, b = Relay("a"), Relay("b")
+    result = await WorkflowBuilder(start_executor=a, output_from=["b"]).add_edge(a, b).build().run("x")
+    assert [e.type for e in result.events] == [
+        "started",
+        "superstep_started",
+        "executor_invoked",
+        "executor_completed",
+        "superstep_completed",
+        "superstep_started",
+        "executor_invoked",
+        "output",
+        "executor_completed",
+        "superstep_completed",
+        "completed",
+    ]
+
+
+async def test_an_executor_that_raises_fails_the_run_and_leaves_nothing_behind():
+    first = RecordingAgent("first")
+    broken = RecordingAgent("broken", fail=ValueError("model down"))
+    ex_first = AgentExecutor(first)
+    wf = WorkflowBuilder(start_executor=ex_first).add_edge(ex_first, broken).build()
+    before = (ex_first.conversation, ex_first.cache)
+    events = []
+    with pytest.raises(StepFailed) as info:
+        async for event in wf.run("hello", stream=True):
+            events.append(event.type)
+    err = info.value
+    assert err.executor_id == "broken" and err.superstep == 2
+    assert "executor 'broken' failed in superstep 2" in str(err) and "ValueError: model down" in str(err)
+    assert isinstance(err.__cause__, ValueError)
+    assert events[-2:] == ["executor_failed", "failed"]
+    assert (ex_first.conversation, ex_first.cache) == before  # the successful first hop was undone
+    assert err.result.trace.last("broken").status == "failed"
+    # the next run starts clean
+    broken.fail = None
+    result = await wf.run("again")
+    assert [len(m) for m in broken.seen] == [2, 2]
+    assert result.status == "completed"
+
+
+async def test_when_one_executor_fails_its_siblings_are_cancelled():
+    class Slow(Executor):
+        finished = False
+
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
+            await asyncio.sleep(5)
+            Slow.finished = True
+
+    class Boom(Executor):
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
+            raise RuntimeError("boom")
+
+    start = Relay("start")
+    wf = WorkflowBuilder(start_executor=start).add_fan_out_edges(start, [Slow("slow"), Boom("boom")]).build()
+    with pytest.raises(StepFailed, match="boom"):
+        await asyncio.wait_for(wf.run("x"), 2)
+    assert not Slow.finished
+
+
+async def test_one_run_at_a_time():
+    wf = WorkflowBuilder(start_executor=Relay("a", sleep=0.05)).build()
+    first = asyncio.ensure_future(wf.run("x"))
+    await asyncio.sleep(0.01)
+    with pytest.raises(WorkflowBusyError, match="already running"):
+        await wf.run("y")
+    await first
+    await wf.run("z")  # free again
+
+
+async def test_streaming_yields_updates_as_output_events_and_sets_result():
+    agent = RecordingAgent("talker")
+    wf = WorkflowBuilder(start_executor=agent).build()
+    stream = wf.run("hi", stream=True)
+    outputs = [e.data async for e in stream if e.type == "output"]
+    assert all(isinstance(u, AgentResponseUpdate) for u in outputs)
+    assert "".join(u.text for u in outputs) == "talker saw 1"
+    assert stream.result is not None and stream.result.trace.last("talker").response.text == "talker saw 1"
+    with pytest.raises(UsageError, match="already iterated"):
+        stream.__aiter__()
+
+
+async def test_breaking_out_of_a_stream_cancels_the_run_and_frees_the_workflow():
+    wf = WorkflowBuilder(start_executor=(a := Relay("a"))).add_edge(a, Relay("b", sleep=5)).build()
+    async for event in wf.run("x", stream=True):
+        if event.type == "executor_invoked" and event.executor_id == "b":
+            break
+    await asyncio.sleep(0)
+    result = await asyncio.wait_for(WorkflowBuilder(start_executor=Relay("c")).build().run("y"), 1)
+    assert result.status == "completed"
+    assert not wf._running
+
+
+def test_run_sync_in_a_plain_script():
+    wf = WorkflowBuilder(start_executor=Relay("a")).build()
+    assert wf.run_sync("x").get_outputs() == ["x>a"]
+
+
+async def test_run_sync_inside_a_running_loop():
+    code = textwrap.dedent(
+        """
+        import asyncio
+        from agent_nb import WorkflowBuilder, ChatAgent, EchoChatClient
+        wf = WorkflowBuilder(start_executor=ChatAgent(EchoChatClient(), name="e")).build()
+        async def cell():  # what a notebook cell does: sync call inside the kernel's running loop
+            return wf.run_sync("inside").get_outputs()[0].text
+        print(asyncio.run(cell()))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "inside"
+
+
+async def test_run_needs_an_input_and_run_sync_cannot_stream():
+    wf = WorkflowBuilder(start_executor=Relay("a")).build()
+    with pytest.raises(UsageError, match="needs at least one input"):
+        wf.run()
+    with pytest.raises(UsageError, match="cannot stream"):
+        wf.run_sync("x", stream=True)
+
+
+async def test_per_executor_kwargs_reach_the_right_agent():
+    a, b = RecordingAgent("a"), RecordingAgent("b")
+    wf = WorkflowBuilder(start_executor=a).add_edge(a, b).build()
+    await wf.run(
+        "q",
+        client_kwargs={"*": {"temperature": 0, "seed": 1}, "b": {"temperature": 1}},
+        function_invocation_kwargs={"a": {"user_id": "u1"}},
+    )
+    assert a.calls[0]["client_kwargs"] == {"temperature": 0, "seed": 1}
+    assert a.calls[0]["function_invocation_kwargs"] == {"user_id": "u1"}
+    assert b.calls[0]["client_kwargs"] == {"temperature": 1, "seed": 1}
+    assert "function_invocation_kwargs" not in b.calls[0]
+    await wf.run("q")
+    assert "client_kwargs" not in a.calls[1]  # nothing passed when a run sets nothing
+
+
+async def test_unknown_kwargs_key_suggests_the_executor():
+    wf = WorkflowBuilder(start_executor=RecordingAgent("writer")).build()
+    with pytest.raises(UsageError, match=r"no executor 'wrtier'.*did you mean 'writer'\?.*'\*'"):
+        wf.run("q", client_kwargs={"wrtier": {}})
+    with pytest.raises(UsageError, match="must be a dict"):
+        wf.run("q", client_kwargs={"writer": 3})
+
+
+async def test_output_from_limits_outputs_but_not_the_trace():
+    a, b = RecordingAgent("a"), RecordingAgent("b")
+    result = await WorkflowBuilder(start_executor=a, output_from=[b]).add_edge(a, b).build().run("q")
+    assert [o.text for o in result.get_outputs()] == ["b saw 2"]
+    assert result.trace.last("a").outputs[0].text == "a saw 1"
+    assert result.text == "b saw 2"
