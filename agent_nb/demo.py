@@ -78,7 +78,6 @@ def demo_html(trace: Trace) -> str:
         "<p>Three agents on the offline <code>MirrorChatClient</code>: each reply describes exactly what "
         "that agent was given. The planner keeps the <code>full</code> conversation, the researcher a "
         "<code>custom</code> filter (user messages only), the writer only the <code>last_agent</code>'s reply.</p>"
-        f'<table border="1" cellpadding="4" style="border-collapse:collapse">'
-        f"<tr>{head}</tr>{rows}</table><h2>Every executor's active context</h2>"
+        f"<table><tr>{head}</tr>{rows}</table><h2>Every executor's active context</h2>"
     )
-    return page("agent_nb demo", intro + trace_html(trace))
+    return page("agent_nb demo", f'<div class="anb">{intro}</div>' + trace_html(trace))

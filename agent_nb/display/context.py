@@ -23,7 +23,8 @@ def _card(s: ContextSnapshot, max_chars: int) -> str:
     out = [f'<div class="card {escape(s.status)}"><div class="meta">{head}</div>']
     out.append(f'<div class="label">received</div><div>{escape(describe_value(s.received))}</div>')
     if s.dropped:
-        out.append(f'<div class="label">dropped by {escape(s.context_mode or "filter")} ({len(s.dropped)})</div>')
+        by = s.context_filter or s.context_mode or "filter"
+        out.append(f'<div class="label">dropped by {escape(by)} ({len(s.dropped)})</div>')
         out.extend(bubble(m, dropped=True, max_chars=max_chars) for m in s.dropped)
     if s.given is not None:
         tokens = estimate_tokens(s.given)

@@ -35,6 +35,9 @@ CSS = """
 .anb .badge.moved{background:#fff1e5;color:#953800}
 .anb .error{color:#cf222e;white-space:pre-wrap}
 .anb details>summary{cursor:pointer;color:#0969da}
+.anb table{border-collapse:collapse;margin:8px 0}
+.anb th,.anb td{border:1px solid #d0d7de;padding:4px 10px;text-align:left}
+.anb th{background:#f6f8fa}
 """
 
 

@@ -282,3 +282,17 @@ async def test_output_from_limits_outputs_but_not_the_trace():
     assert [o.text for o in result.get_outputs()] == ["b saw 2"]
     assert result.trace.last("a").outputs[0].text == "a saw 1"
     assert result.text == "b saw 2"
+
+
+async def test_concurrent_streaming_agents_interleave_their_updates():
+    from agent_nb import ChatAgent, MirrorChatClient
+
+    start = Relay("start")
+    left, right = (ChatAgent(MirrorChatClient(), name=n) for n in ("left", "right"))
+    wf = (
+        WorkflowBuilder(start_executor=start, output_from=["left", "right"])
+        .add_fan_out_edges(start, [left, right])
+        .build()
+    )
+    order = [e.executor_id async for e in wf.run("x", stream=True) if e.type == "output"]
+    assert order[:4] == ["left", "right", "left", "right"]  # tokens arrive as produced, not agent by agent
