@@ -22,7 +22,18 @@ from typing import Any, overload
 
 from .messages import Message
 
-__all__ = ["Conversation"]
+__all__ = ["EMPTY", "Conversation"]
+
+
+_ONLY_MESSAGES = frozenset({Message})
+
+
+def _check(items: list[Any]) -> list[Message]:
+    if not set(map(type, items)) <= _ONLY_MESSAGES:  # one C-level pass; subclasses take the slow path
+        for m in items:
+            if not isinstance(m, Message):
+                raise TypeError(f"a Conversation holds Message objects, not {type(m).__name__}")
+    return items
 
 
 class _Log:
@@ -39,13 +50,12 @@ class _Log:
 
     def index(self, stop: int) -> None:
         msgs, inputs, own = self.messages, self.inputs, self.own
-        for i in range(len(inputs), stop):
-            m = msgs[i]
+        start = len(inputs)
+        inputs.extend(msgs[start:stop])  # most messages are their own input; patch the few that are not
+        for i, m in enumerate(msgs[start:stop], start):
             if m.role == "assistant" and m.author_name is not None:
-                inputs.append(m.with_role("user"))
+                inputs[i] = m.with_role("user")
                 own.setdefault(m.author_name, []).append(i)
-            else:
-                inputs.append(m)
 
 
 class Conversation(Sequence[Message]):
@@ -66,10 +76,7 @@ class Conversation(Sequence[Message]):
         if isinstance(messages, Conversation):
             self._log, self._stop = messages._log, messages._stop
             return
-        items = list(messages)
-        for m in items:
-            if not isinstance(m, Message):
-                raise TypeError(f"a Conversation holds Message objects, not {type(m).__name__}")
+        items = _check(list(messages))
         self._log = _Log(items)
         self._stop = len(items)
 
@@ -121,20 +128,22 @@ class Conversation(Sequence[Message]):
     def __add__(self, other: Iterable[Message]) -> Conversation:
         return self.extend(other)
 
-    def extend(self, messages: Iterable[Message]) -> Conversation:
-        """A new conversation: these messages followed by ``messages`` (``self`` is unchanged)."""
+    def extend(self, messages: Iterable[Message], *, validate: bool = True) -> Conversation:
+        """A new conversation: these messages followed by ``messages`` (``self`` is unchanged).
+
+        ``validate=False`` skips the type check, for callers that already know every item is a Message.
+        """
         log, stop = self._log, self._stop
         if isinstance(messages, Conversation):
             if stop == 0:
                 return messages
             new = messages.to_list()
         else:
-            new = list(messages)
-            for m in new:
-                if not isinstance(m, Message):
-                    raise TypeError(f"a Conversation holds Message objects, not {type(m).__name__}")
+            new = _check(list(messages)) if validate else list(messages)
         if not new:
             return self
+        if stop == 0:  # a fresh log: empty conversations may be shared, their log must never grow
+            return Conversation._view(_Log(new), len(new))
         if stop != len(log.messages):  # someone already extended the shared log: fork
             forked = _Log(log.messages[:stop])
             forked.inputs = log.inputs[:stop]
@@ -164,3 +173,7 @@ class Conversation(Sequence[Message]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Conversation, (self.to_list(),))
+
+
+EMPTY = Conversation()
+"""The empty conversation; safe to share, since extending an empty view starts a new log."""

@@ -40,7 +40,7 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def _shorten(text: str, limit: int = 60) -> str:
@@ -107,7 +107,9 @@ class UserInputResponseContent(BaseModel):
 class DataContent(BaseModel):
     """Inline binary data such as an image or a file (base64 in JSON)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", defer_build=True, ser_json_bytes="base64", val_json_bytes="base64"
+    )
     type: Literal["data"] = "data"
     data: bytes
     media_type: str
@@ -205,7 +207,9 @@ class Message(BaseModel):
 
     def with_role(self, role: Role) -> Message:
         """A copy under another role, keeping contents, author and id."""
-        return Message(role, self.contents, author_name=self.author_name, message_id=self.message_id)
+        if role not in ROLES:
+            raise ValueError(f"role {role!r} is not allowed; use one of: {', '.join(ROLES)}")
+        return self.model_copy(update={"role": role})  # the contents are already valid: no revalidation
 
     def __repr__(self) -> str:
         parts = [repr(self.role), repr(_shorten(self.text))]
@@ -385,6 +389,8 @@ def to_messages(value: str | Message | Iterable[str | Message] | None, *, role: 
         return [Message(role, value)]
     if isinstance(value, Message):
         return [value]
+    if type(value) is list and set(map(type, value)) <= _ONLY_MESSAGES:  # the common case, checked in C
+        return list(value)
     out: list[Message] = []
     for item in value:
         if type(item) is Message or isinstance(item, Message):
@@ -394,3 +400,6 @@ def to_messages(value: str | Message | Iterable[str | Message] | None, *, role: 
         else:
             raise TypeError(f"expected str or Message items, got {type(item).__name__}: {item!r:.60}")
     return out
+
+
+_ONLY_MESSAGES = frozenset({Message})

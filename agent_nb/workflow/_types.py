@@ -1,10 +1,12 @@
-"""Runtime type checks for handler dispatch and build-time edge validation."""
+"""Type tests for handler dispatch (built once per handler) and build-time edge validation."""
 
 from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Union, get_args, get_origin
 
 _NEVER = {typing.NoReturn, getattr(typing, "Never", typing.NoReturn)}
@@ -15,12 +17,13 @@ try:  # typing_extensions.Never differs from typing.Never on Python 3.10
 except ImportError:  # pragma: no cover - pydantic depends on typing_extensions
     pass
 
+_UNIONS = (Union, types.UnionType)
 _SEQUENCES = (list, tuple)
 
 
 def flatten(spec: Any) -> tuple[Any, ...]:
     """The members of a union (``X | Y`` or ``Union[X, Y]``), or the spec itself."""
-    if get_origin(spec) in (Union, types.UnionType):
+    if get_origin(spec) in _UNIONS:
         out: tuple[Any, ...] = ()
         for arg in get_args(spec):
             out += flatten(arg)
@@ -32,21 +35,73 @@ def is_never(spec: Any) -> bool:
     return spec in _NEVER
 
 
-def accepts(spec: Any, value: Any) -> bool:
-    """Tell whether ``value`` fits ``spec``: a class, a union, ``list[X]``, ``tuple[X, ...]`` or ``Any``."""
+def _plain_classes(members: tuple[Any, ...]) -> tuple[type, ...] | None:
+    if all(isinstance(m, type) and get_origin(m) is None for m in members):
+        return members
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TypeTest:
+    """How to tell whether a value fits a handler's type hint.
+
+    ``covers`` decides from ``type(value)`` alone which values may fit; when ``exact``
+    is true that is the whole answer, otherwise ``check(value)`` looks at the contents
+    (the items of a ``list[X]``).
+    """
+
+    covers: tuple[type, ...]
+    exact: bool
+    check: Callable[[Any], bool]
+
+
+def _always(value: Any) -> bool:
+    return True
+
+
+def _items_test(origin: type, item: Any) -> Callable[[Any], bool]:
+    classes = _plain_classes(flatten(item))
+    if classes is not None:
+        # set(map(type, ...)) runs in C: one pass over the items, then a check per distinct type
+        return lambda value: isinstance(value, origin) and all(issubclass(k, classes) for k in set(map(type, value)))
+    inner = compile_type(item).check
+    return lambda value: isinstance(value, origin) and all(map(inner, value))
+
+
+@lru_cache(maxsize=None)
+def compile_type(spec: Any) -> TypeTest:
+    """The ``TypeTest`` of a hint: a class, a union, ``list[X]``, ``tuple[X, ...]`` or ``Any``."""
     if spec is Any or spec is object:
-        return True
+        return TypeTest((object,), True, _always)
     origin = get_origin(spec)
     if origin is None:
-        return isinstance(spec, type) and isinstance(value, spec)
-    if origin in (Union, types.UnionType):
-        return any(accepts(arg, value) for arg in get_args(spec))
+        if isinstance(spec, type):
+            return TypeTest((spec,), True, _always)
+        return TypeTest((), True, _always)  # an unresolved hint never matches
+    if origin in _UNIONS:
+        members = flatten(spec)
+        classes = _plain_classes(members)
+        if classes is not None:
+            return TypeTest(classes, True, _always)
+        tests = [compile_type(m) for m in members]
+        covers = tuple(dict.fromkeys(c for t in tests for c in t.covers))
+
+        def any_member(value: Any) -> bool:
+            return any(isinstance(value, t.covers) and (t.exact or t.check(value)) for t in tests)
+
+        return TypeTest(covers, False, any_member)
     if origin in _SEQUENCES:
-        if not isinstance(value, origin):
-            return False
         args = [a for a in get_args(spec) if a is not Ellipsis]
-        return not args or all(accepts(args[0], item) for item in value)
-    return isinstance(value, origin)
+        if not args or args[0] is Any:
+            return TypeTest((origin,), True, _always)
+        return TypeTest((origin,), False, _items_test(origin, args[0]))
+    return TypeTest((origin,), True, _always) if isinstance(origin, type) else TypeTest((), True, _always)
+
+
+def accepts(spec: Any, value: Any) -> bool:
+    """Tell whether ``value`` fits the type hint ``spec``."""
+    test = compile_type(spec)
+    return isinstance(value, test.covers) and (test.exact or test.check(value))
 
 
 def compatible(sent: Any, accepted: Any) -> bool:
@@ -54,9 +109,9 @@ def compatible(sent: Any, accepted: Any) -> bool:
     if sent is Any or accepted is Any or accepted is object:
         return True
     s_origin, a_origin = get_origin(sent), get_origin(accepted)
-    if s_origin in (Union, types.UnionType):
+    if s_origin in _UNIONS:
         return any(compatible(s, accepted) for s in get_args(sent))
-    if a_origin in (Union, types.UnionType):
+    if a_origin in _UNIONS:
         return any(compatible(sent, a) for a in get_args(accepted))
     if s_origin is None and a_origin is None:
         return isinstance(sent, type) and isinstance(accepted, type) and issubclass(sent, accepted)
@@ -78,7 +133,7 @@ def type_name(spec: Any) -> str:
     if spec is Any:
         return "Any"
     origin = get_origin(spec)
-    if origin in (Union, types.UnionType):
+    if origin in _UNIONS:
         return " | ".join(type_name(a) for a in get_args(spec))
     if origin is not None:
         args = ", ".join("..." if a is Ellipsis else type_name(a) for a in get_args(spec))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 from ..agents import SupportsAgentRun
-from ..conversation import Conversation
+from ..conversation import EMPTY, Conversation
 from ..messages import AgentResponse, AgentResponseUpdate, Message, to_messages
 from ..sessions import AgentSession
 from .executor import Executor, WorkflowContext, handler
@@ -150,8 +150,8 @@ class AgentExecutor(Executor):
         self._filter: ContextFilter | None = None
         self.set_context_mode(context_mode or "full", context_filter)
         self._names = frozenset(n for n in (self.id, name) if n)
-        self._cache = Conversation()
-        self._conversation = Conversation()
+        self._cache = EMPTY
+        self._conversation = EMPTY
 
     # -- context mode ---------------------------------------------------------------
 
@@ -181,6 +181,8 @@ class AgentExecutor(Executor):
         if context_filter is not None and not callable(context_filter):
             raise TypeError(f"executor {self.id!r}: context_filter must be callable, got {context_filter!r}")
         self._mode, self._filter = mode, context_filter
+        name = getattr(context_filter, "__name__", type(context_filter).__name__) if mode == "custom" else None
+        self._mode_record = {"kind": self.kind, "context_mode": mode, "context_filter": name}
 
     @property
     def conversation(self) -> Conversation:
@@ -254,19 +256,13 @@ class AgentExecutor(Executor):
         return _Selection(tuple(kept), [m for m in everything if id(m) not in keep])
 
     async def _arrive(self, selection: _Selection, ctx: _Ctx, *, respond: bool) -> None:
-        ctx.record_context(**self._mode_fields(), kept=selection.kept, dropped=selection.dropped)
-        self._cache = self._cache.extend(selection.kept)
+        ctx.record_context(self._mode_record, kept=selection.kept, dropped=selection.dropped)
+        self._cache = self._cache.extend(selection.kept, validate=False)  # every handler made Messages
         if self.options.wait_for_turn_token:
             if self.options.forward_incoming_messages and selection.kept:
                 await ctx.send_message(list(selection.kept))
         elif respond:
             await self._take_turn(ctx, None)
-
-    def _mode_fields(self) -> dict[str, Any]:
-        name = None
-        if self._mode == "custom":
-            name = getattr(self._filter, "__name__", type(self._filter).__name__)
-        return {"kind": self.kind, "context_mode": self._mode, "context_filter": name}
 
     def _streams(self, ctx: _Ctx, token: TurnToken | None) -> bool:
         if self.options.emit_update_events is not None:
@@ -279,7 +275,7 @@ class AgentExecutor(Executor):
         cache = self._cache
         reassign = self.options.reassign_other_agents_as_users
         given = tuple(cache.as_input_for(self._names) if reassign else cache.to_list())
-        ctx.record_context(**self._mode_fields(), given=given, cached=cache)
+        ctx.record_context(self._mode_record, given=given, cached=cache)
         if self.session is None:
             self.session = self.agent.create_session()
         streams = self._streams(ctx, token)
@@ -288,8 +284,8 @@ class AgentExecutor(Executor):
         emit = self.options.emit_response_events
         if emit or (emit is None and not streams):
             await ctx.yield_output(response)
-        conversation = cache.extend(response.messages)
-        self._conversation, self._cache = conversation, Conversation()
+        conversation = cache.extend(response.messages, validate=False)  # AgentResponse validated them
+        self._conversation, self._cache = conversation, EMPTY
         if self.options.wait_for_turn_token:
             await ctx.send_message(list(response.messages))
             await ctx.send_message(TurnToken(token.emit_events if token else None))
@@ -334,7 +330,7 @@ class AgentExecutor(Executor):
 
     def reset(self) -> None:
         """Forget the cache and the conversation (the session is kept)."""
-        self._cache = self._conversation = Conversation()
+        self._cache = self._conversation = EMPTY
 
     def __repr__(self) -> str:
         return f"AgentExecutor(id={self.id!r}, context_mode={self._mode!r})"

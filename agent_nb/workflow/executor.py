@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, get_args, get_origin
 from typing_extensions import TypeVar
 
 from ..errors import InputTypeError
-from ._types import accepts, flatten, is_never, type_name
+from ._types import TypeTest, compile_type, flatten, is_never, type_name
 
 if TYPE_CHECKING:
     from .runner import _Run
@@ -76,19 +76,22 @@ class WorkflowContext(Generic[SendT, OutT]):
         """The run's ``function_invocation_kwargs`` for this executor."""
         return self._run.kwargs_for("function_invocation_kwargs", self.executor_id)
 
-    def record_context(self, **fields: Any) -> None:
+    def record_context(self, fields: dict[str, Any] | None = None, /, **more: Any) -> None:
         """Record what this invocation had in its active context, for the trace.
 
         Fields are those of ``ContextSnapshot``: ``kind``, ``context_mode``, ``kept``,
-        ``dropped``, ``given``, ``response``.
+        ``dropped``, ``given``, ``cached``, ``response``; pass them as a dict, as keywords, or both.
         """
-        self._record.update(fields)
+        if fields:
+            self._record.update(fields)
+        self._record.update(more)
 
 
 @dataclass(frozen=True, slots=True)
 class _HandlerSpec:
     name: str
     accepts: Any
+    test: TypeTest
     sends: tuple[Any, ...] | None
     """Declared types of sent messages; ``None`` when undeclared."""
     yields: tuple[Any, ...] | None
@@ -127,7 +130,7 @@ def _spec_of(fn: Callable[..., Any], *, owner: str, skip_self: bool) -> _Handler
     if message.name not in hints:
         raise TypeError(f"handler {owner}: annotate the type of {message.name!r} so messages can be routed to it")
     sends, yields = _context_types(hints.get(ctx.name))
-    return _HandlerSpec(fn.__name__, hints[message.name], sends, yields)
+    return _HandlerSpec(fn.__name__, hints[message.name], compile_type(hints[message.name]), sends, yields)
 
 
 class Executor:
@@ -145,6 +148,7 @@ class Executor:
         if not isinstance(id, str) or not id:
             raise ValueError(f"an executor id must be a non-empty string, got {id!r}")
         self.id = id
+        self._plans: dict[type, tuple[_HandlerSpec, ...]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -176,14 +180,23 @@ class Executor:
             out += spec.sends
         return tuple(dict.fromkeys(out))
 
-    def _find_handler(self, message: Any) -> Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]] | None:
-        for spec in self.handler_specs:
-            if accepts(spec.accepts, message):
-                return getattr(self, spec.name)  # type: ignore[no-any-return]
+    def _find_spec(self, message: Any) -> _HandlerSpec | None:
+        """The first handler that takes ``message``; the candidates are planned once per message type."""
+        kind = type(message)
+        plan = self._plans.get(kind)
+        if plan is None:
+            plan = self._plans[kind] = tuple(s for s in self.handler_specs if issubclass(kind, s.test.covers))
+        for spec in plan:
+            if spec.test.exact or spec.test.check(message):
+                return spec
         return None
 
+    def _find_handler(self, message: Any) -> Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]] | None:
+        spec = self._find_spec(message)
+        return None if spec is None else getattr(self, spec.name)
+
     def can_handle(self, message: Any) -> bool:
-        return self._find_handler(message) is not None
+        return self._find_spec(message) is not None
 
     def type_error(self, message: Any) -> InputTypeError:
         accepted = tuple(type_name(t) for t in self.accepted_types())
@@ -231,7 +244,7 @@ class FunctionExecutor(Executor):
         return (self._spec,)
 
     def _find_handler(self, message: Any) -> Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]] | None:
-        return self.fn if accepts(self._spec.accepts, message) else None
+        return self.fn if self._find_spec(message) is not None else None
 
 
 def executor(
