@@ -6,7 +6,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any, Union, get_args, get_origin
 
 _NEVER = {typing.NoReturn, getattr(typing, "Never", typing.NoReturn)}
@@ -68,7 +68,7 @@ def _items_test(origin: type, item: Any) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, origin) and all(map(inner, value))
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_type(spec: Any) -> TypeTest:
     """The ``TypeTest`` of a hint: a class, a union, ``list[X]``, ``tuple[X, ...]`` or ``Any``."""
     if spec is Any or spec is object:
