@@ -7,7 +7,7 @@ import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Union, cast, get_args, get_origin
 
 _NEVER = {typing.NoReturn, getattr(typing, "Never", typing.NoReturn)}
 try:  # typing_extensions.Never differs from typing.Never on Python 3.10
@@ -61,11 +61,18 @@ def _always(value: Any) -> bool:
 
 def _items_test(origin: type, item: Any) -> Callable[[Any], bool]:
     classes = _plain_classes(flatten(item))
-    if classes is not None:
-        # set(map(type, ...)) runs in C: one pass over the items, then a check per distinct type
-        return lambda value: isinstance(value, origin) and all(issubclass(k, classes) for k in set(map(type, value)))
-    inner = compile_type(item).check
-    return lambda value: isinstance(value, origin) and all(map(inner, value))
+    inner = None if classes is not None else compile_type(item)
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, origin):
+            return False
+        items = cast("Iterable[Any]", value)
+        if classes is not None:  # set(map(type, ...)) runs in C: one pass, then a check per distinct type
+            return all(issubclass(k, classes) for k in set(map(type, items)))
+        assert inner is not None
+        return all(isinstance(v, inner.covers) and (inner.exact or inner.check(v)) for v in items)
+
+    return check
 
 
 @cache
