@@ -91,7 +91,7 @@ class ChatAgent:
         """Answer ``messages``; with ``stream=True``, yield the answer as it is produced.
 
         ``client_kwargs`` are merged over ``options`` and reach the chat client.
-        ``function_invocation_kwargs`` are kept for the agent's function tools.
+        ``function_invocation_kwargs`` are meant for function tools; a ChatAgent has none, so it ignores them.
         """
         request = self._request(messages)
         options = self._options(client_kwargs)

@@ -300,7 +300,7 @@ class AgentExecutor(Executor):
             kwargs["function_invocation_kwargs"] = fi_kwargs
         result = self.agent.run(given, session=self.session, stream=streams, **kwargs)
         if not streams:
-            response = await result
+            response = result if isinstance(result, AgentResponse) else await result
             if not isinstance(response, AgentResponse):
                 raise TypeError(
                     f"agent {self.id!r} returned {type(response).__name__} from run(); it must return an AgentResponse"

@@ -148,7 +148,6 @@ class Executor:
         if not isinstance(id, str) or not id:
             raise ValueError(f"an executor id must be a non-empty string, got {id!r}")
         self.id = id
-        self._plans: dict[type, tuple[_HandlerSpec, ...]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -156,14 +155,16 @@ class Executor:
 
     @property
     def handler_specs(self) -> tuple[_HandlerSpec, ...]:
-        """The handlers of this executor, in definition order."""
+        """The handlers: a subclass's first, each class's in definition order; an override replaces."""
         cls = type(self)
         if cls._specs_cache is None:
             specs, seen = [], set()
-            for klass in reversed(cls.__mro__):
+            for klass in cls.__mro__:
                 for name, fn in vars(klass).items():
-                    if getattr(fn, _HANDLER_MARK, False) and name not in seen:
-                        seen.add(name)
+                    if name in seen:
+                        continue
+                    seen.add(name)
+                    if getattr(fn, _HANDLER_MARK, False):
                         specs.append(_spec_of(fn, owner=f"{cls.__name__}.{name}", skip_self=True))
             cls._specs_cache = tuple(specs)
         return cls._specs_cache
@@ -183,9 +184,10 @@ class Executor:
     def _find_spec(self, message: Any) -> _HandlerSpec | None:
         """The first handler that takes ``message``; the candidates are planned once per message type."""
         kind = type(message)
-        plan = self._plans.get(kind)
+        plans = self.__dict__.setdefault("_plans", {})  # also when a subclass skipped Executor.__init__
+        plan = plans.get(kind)
         if plan is None:
-            plan = self._plans[kind] = tuple(s for s in self.handler_specs if issubclass(kind, s.test.covers))
+            plan = plans[kind] = tuple(s for s in self.handler_specs if issubclass(kind, s.test.covers))
         for spec in plan:
             if spec.test.exact or spec.test.check(message):
                 return spec

@@ -90,19 +90,21 @@ class _Run:
         delivered: list[str] = []
         for group in self.workflow.routes.get(source, ()):
             if group.kind == "fan_in":
-                if target_id is None or target_id in group.targets:
+                if target_id is None or target_id in group.targets:  # delivered once every source has sent
                     self._fan_in.setdefault(group.index, {}).setdefault(source, []).append(message)
-                    delivered.append(f"{group.targets[0]} (fan-in)")
+                    delivered.append(group.targets[0])
                 continue
-            targets: list[str] | tuple[str, ...] = group.targets
-            if group.condition is not None and not _call(group.condition, message, group, source):
+            # a condition or a selection only ever sees messages its targets can take
+            targets = [
+                t for t in group.targets if (target_id is None or t == target_id) and executors[t].can_handle(message)
+            ]
+            if not targets or (group.condition is not None and not _call(group.condition, message, group, source)):
                 continue
             if group.selection is not None:
-                targets = _select(group, message, source)
+                targets = [t for t in _select(group, message, source) if t in targets]
             for target in targets:
-                if (target_id is None or target == target_id) and executors[target].can_handle(message):
-                    self._next.append((target, message))
-                    delivered.append(target)
+                self._next.append((target, message))
+            delivered.extend(targets)
         if target_id is not None and not delivered:
             raise UsageError(
                 f"executor {source!r} sent a {type(message).__name__} to {target_id!r}, but no edge from "

@@ -87,3 +87,22 @@ async def test_function_executors():
 def test_executor_ids_must_be_strings():
     with pytest.raises(ValueError, match="non-empty string"):
         Router("")
+
+
+async def test_a_subclass_override_replaces_the_handler():
+    class Base(Executor):
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext[None, str]) -> None:
+            await ctx.yield_output("base")
+
+    class Child(Base):
+        @handler
+        async def on(self, number: int, ctx: WorkflowContext[None, str]) -> None:
+            await ctx.yield_output("child")
+
+        @handler
+        async def more(self, text: str, ctx: WorkflowContext[None, str]) -> None:
+            await ctx.yield_output("more")
+
+    assert [s.name for s in Child("c").handler_specs] == ["on", "more"]
+    assert (await WorkflowBuilder(start_executor=Child("c")).build().run(1, "x")).get_outputs() == ["child", "more"]

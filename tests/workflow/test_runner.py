@@ -296,3 +296,22 @@ async def test_concurrent_streaming_agents_interleave_their_updates():
     )
     order = [e.executor_id async for e in wf.run("x", stream=True) if e.type == "output"]
     assert order[:4] == ["left", "right", "left", "right"]  # tokens arrive as produced, not agent by agent
+
+
+async def test_a_condition_only_sees_messages_its_target_can_take():
+    class Mixed(Executor):
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext[str | int]) -> None:
+            await ctx.send_message(7)
+            await ctx.send_message(text)
+
+    seen = []
+
+    def short(text: str) -> bool:
+        seen.append(text)
+        return len(text) < 5
+
+    wf = WorkflowBuilder(start_executor=(m := Mixed("m")), output_from=["r"]).add_edge(m, Relay("r"), short).build()
+    result = await wf.run("hey")
+    assert seen == ["hey"] and result.get_outputs() == ["hey>r"]
+    assert [s.targets for s in result.trace.last("m").sent] == [(), ("r",)]
