@@ -184,7 +184,7 @@ class Executor:
     def _find_spec(self, message: Any) -> _HandlerSpec | None:
         """The first handler that takes ``message``; the candidates are planned once per message type."""
         kind = type(message)
-        plans: dict[type, tuple[_HandlerSpec, ...]] = self.__dict__.setdefault("_plans", {})  # init-free too
+        plans: dict[type, tuple[_HandlerSpec, ...]] = self.__dict__.setdefault("_plans", {})  # no __init__ needed
         plan = plans.get(kind)
         if plan is None:
             plan = plans[kind] = tuple(s for s in self.handler_specs if issubclass(kind, s.test.covers))
