@@ -111,6 +111,7 @@ class ChatAgent:
                 author_name=update.author_name or self.name,
                 message_id=update.message_id,
                 response_id=update.response_id,
+                model=update.model,
                 usage=update.usage,
             )
 

@@ -15,25 +15,48 @@ roles reassigned is a slice plus a patch of that agent's own messages.
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, overload
 
-from .messages import Message
+from .messages import ONLY_MESSAGES, Message, TextContent
 
 __all__ = ["EMPTY", "Conversation"]
 
 
-_ONLY_MESSAGES = frozenset({Message})
-
-
 def _check(items: list[Any]) -> list[Message]:
-    if not set(map(type, items)) <= _ONLY_MESSAGES:  # one C-level pass; subclasses take the slow path
+    if not set(map(type, items)) <= ONLY_MESSAGES:  # one C-level pass; subclasses take the slow path
         for m in items:
             if not isinstance(m, Message):
                 raise TypeError(f"a Conversation holds Message objects, not {type(m).__name__}")
     return items
+
+
+def handed_over(message: Message) -> Message:
+    """Another agent's message as input for this one: a ``user`` message, its author kept.
+
+    Tool calls and results are that agent's own work; a provider would reject them in a
+    user message, so they are handed over as text.
+    """
+    if not any(c.type == "function_call" or c.type == "function_result" for c in message.contents):
+        return message.with_role("user")
+    return Message("user", [_as_text(c) for c in message.contents], author_name=message.author_name)
+
+
+def _as_text(content: Any) -> Any:
+    if content.type == "function_call":
+        args = content.arguments if isinstance(content.arguments, str) else json.dumps(content.arguments)
+        return TextContent(f"[called {content.name}({args})]")
+    if content.type == "function_result":
+        outcome = (
+            f"raised {content.exception}"
+            if content.exception
+            else f"returned {json.dumps(content.result, default=str)}"
+        )
+        return TextContent(f"[{content.call_id} {outcome}]")
+    return content
 
 
 class _Log:
@@ -53,8 +76,8 @@ class _Log:
         start = len(inputs)
         inputs.extend(msgs[start:stop])  # most messages are their own input; patch the few that are not
         for i, m in enumerate(msgs[start:stop], start):
-            if m.role == "assistant" and m.author_name is not None:
-                inputs[i] = m.with_role("user")
+            if m.author_name is not None and (m.role == "assistant" or m.role == "tool"):
+                inputs[i] = handed_over(m)
                 own.setdefault(m.author_name, []).append(i)
 
 
@@ -155,9 +178,8 @@ class Conversation(Sequence[Message]):
     def as_input_for(self, names: Iterable[str]) -> list[Message]:
         """The messages as the agent called one of ``names`` should receive them.
 
-        Assistant messages written by *other* agents become ``user`` messages (their
-        ``author_name`` kept); the agent's own replies and messages without an author
-        keep their role.
+        Assistant and tool messages written by *other* agents become ``user`` messages (see
+        ``handed_over``); the agent's own messages and messages without an author keep their role.
         """
         log, stop = self._log, self._stop
         if len(log.inputs) < stop:

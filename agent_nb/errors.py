@@ -20,6 +20,8 @@ and ``TypeError``, as in the standard library. Errors never log when created.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
@@ -108,3 +110,9 @@ class SuperstepLimitExceeded(BudgetExceeded):
         super().__init__(message)
         self.limit = limit
         self.active = active
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'writer'?"`` when a known name is close to ``name``, else ``""``."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

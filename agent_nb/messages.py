@@ -12,7 +12,7 @@ Message.model_validate_json(msg.model_dump_json()) == msg  # True
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -43,8 +43,13 @@ ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 _FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-def _shorten(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+_UNSET: Any = object()
 
 
 class TextContent(BaseModel):
@@ -181,10 +186,10 @@ class Message(BaseModel):
     """The agent (or person) that wrote it; kept when the role is reassigned."""
     message_id: str | None = None
 
-    def __init__(self, role: Any = None, contents: Any = (), /, **data: Any) -> None:
-        if role is not None:
+    def __init__(self, role: Any = _UNSET, contents: Any = _UNSET, /, **data: Any) -> None:
+        if role is not _UNSET:
             data["role"] = role
-        if contents != ():
+        if contents is not _UNSET:
             data["contents"] = contents
         super().__init__(**data)
 
@@ -212,7 +217,7 @@ class Message(BaseModel):
         return self.model_copy(update={"role": role})  # the contents are already valid: no revalidation
 
     def __repr__(self) -> str:
-        parts = [repr(self.role), repr(_shorten(self.text))]
+        parts = [repr(self.role), repr(shorten(self.text))]
         kinds = sorted({c.type for c in self.contents} - {"text"})
         if kinds:
             parts.append(f"+{','.join(kinds)}")
@@ -260,11 +265,13 @@ class _Update(BaseModel):
     role: Role = "assistant"
     author_name: str | None = None
     message_id: str | None = None
+    """Updates of one message share it; a change of id (or role or author) starts a new message."""
     response_id: str | None = None
+    model: str | None = None
     usage: Usage | None = None
 
-    def __init__(self, contents: Any = (), /, **data: Any) -> None:
-        if contents != ():
+    def __init__(self, contents: Any = _UNSET, /, **data: Any) -> None:
+        if contents is not _UNSET:
             data["contents"] = contents
         super().__init__(**data)
 
@@ -275,7 +282,7 @@ class _Update(BaseModel):
         return "".join(c.text for c in self.contents if c.type == "text")
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({_shorten(self.text)!r}, author_name={self.author_name!r})"
+        return f"{type(self).__name__}({shorten(self.text)!r}, author_name={self.author_name!r})"
 
     __str__ = __repr__
 
@@ -292,8 +299,8 @@ class _Response(BaseModel):
 
     _check_messages = field_validator("messages", mode="before")(classmethod(lambda cls, v: _to_messages(v)))
 
-    def __init__(self, messages: Any = (), /, **data: Any) -> None:
-        if messages != ():
+    def __init__(self, messages: Any = _UNSET, /, **data: Any) -> None:
+        if messages is not _UNSET:
             data["messages"] = messages
         super().__init__(**data)
 
@@ -312,7 +319,7 @@ class _Response(BaseModel):
         key: tuple[Any, ...] | None = None
         contents: list[Any] = []
         usage: Usage | None = None
-        response_id = None
+        response_id = model = None
 
         def flush() -> None:
             if key is not None and contents:
@@ -331,13 +338,15 @@ class _Response(BaseModel):
             if update.usage is not None:
                 usage = update.usage if usage is None else usage + update.usage
             response_id = update.response_id or response_id
+            model = update.model or model
         flush()
         data.setdefault("usage", usage)
         data.setdefault("response_id", response_id)
+        data.setdefault("model", model)
         return cls(messages, **data)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({_shorten(self.text)!r}, messages={len(self.messages)})"
+        return f"{type(self).__name__}({shorten(self.text)!r}, messages={len(self.messages)})"
 
     __str__ = __repr__
 
@@ -345,14 +354,14 @@ class _Response(BaseModel):
 class AgentResponseUpdate(_Update):
     """One streamed increment of an agent's answer."""
 
-    def __init__(self, contents: Any = (), /, **data: Any) -> None:  # keeps the positional form for type checkers
+    def __init__(self, contents: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(contents, **data)
 
 
 class AgentResponse(_Response):
     """What an agent answered in one run: its messages, with ``author_name`` set to the agent."""
 
-    def __init__(self, messages: Any = (), /, **data: Any) -> None:  # keeps the positional form for type checkers
+    def __init__(self, messages: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(messages, **data)
 
 
@@ -361,7 +370,7 @@ class ChatResponseUpdate(_Update):
 
     finish_reason: str | None = None
 
-    def __init__(self, contents: Any = (), /, **data: Any) -> None:  # keeps the positional form for type checkers
+    def __init__(self, contents: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(contents, **data)
 
 
@@ -370,7 +379,7 @@ class ChatResponse(_Response):
 
     finish_reason: str | None = None
 
-    def __init__(self, messages: Any = (), /, **data: Any) -> None:  # keeps the positional form for type checkers
+    def __init__(self, messages: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(messages, **data)
 
 
@@ -389,7 +398,9 @@ def to_messages(value: str | Message | Iterable[str | Message] | None, *, role: 
         return [Message(role, value)]
     if isinstance(value, Message):
         return [value]
-    if type(value) is list and set(map(type, value)) <= _ONLY_MESSAGES:  # the common case, checked in C
+    if isinstance(value, Mapping):
+        raise TypeError(f"expected a str, a Message or a list of them, got a {type(value).__name__}: {value!r:.60}")
+    if type(value) is list and set(map(type, value)) <= ONLY_MESSAGES:  # the common case, checked in C
         return list(value)
     out: list[Message] = []
     for item in value:
@@ -402,4 +413,5 @@ def to_messages(value: str | Message | Iterable[str | Message] | None, *, role: 
     return out
 
 
-_ONLY_MESSAGES = frozenset({Message})
+ONLY_MESSAGES = frozenset({Message})
+"""``set(map(type, items)) <= ONLY_MESSAGES`` checks in one C-level pass that every item is a Message."""

@@ -8,12 +8,12 @@ what the agent answered, what it sent on and yielded, and how long it took.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from .messages import AgentResponse, Message
+from .errors import did_you_mean
+from .messages import AgentResponse, Message, shorten
 
 __all__ = ["ContextSnapshot", "Sent", "Trace"]
 
@@ -75,41 +75,29 @@ class ContextSnapshot:
         return tuple(g is not c for g, c in zip(self.given, self.cached, strict=True))
 
 
-def _short(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
-
-
 def describe_value(value: Any, width: int = 60) -> str:
-    """How a delivered message reads in one line."""
-    from .workflow.agent_executor import AgentExecutorRequest, AgentExecutorResponse, TurnToken
-
+    """How a delivered message reads in one line; workflow messages describe themselves."""
     if isinstance(value, str):
-        return f"text {_short(repr(value), width)}"
+        return f"text {shorten(repr(value), width)}"
     if isinstance(value, Message):
-        return f"{value.role} message {_short(repr(value.text), width)}"
-    if isinstance(value, AgentExecutorResponse):
-        n = "?" if value.full_conversation is None else len(value.full_conversation)
-        return f"response of {value.executor_id} (conversation of {n} messages)"
-    if isinstance(value, AgentExecutorRequest):
-        flag = "" if value.should_respond else ", should_respond=False"
-        return f"request of {len(value.messages)} messages{flag}"
-    if isinstance(value, TurnToken):
-        return "turn token"
+        return f"{value.role} message {shorten(repr(value.text), width)}"
+    describe = getattr(value, "describe", None)
+    if callable(describe):
+        return shorten(str(describe()), width)
     if isinstance(value, list):
         return f"list of {len(value)}"
-    return _short(f"{type(value).__name__} {value!r}", width + 10)
+    return shorten(f"{type(value).__name__} {value!r}", width + 10)
 
 
-def message_line(m: Message, width: int, *, reassigned: bool = False) -> str:
+def message_line(m: Message, width: int, *, was: str | None = None) -> str:
     """One message in at most ``width`` characters: ``user, from planner (was assistant): I see…``."""
     who: str = m.role
     if m.author_name:
         who += f", from {m.author_name}"
-    if reassigned:
-        who += " (was assistant)"
+    if was is not None and was != m.role:
+        who += f" (was {was})"
     body = m.text or ", ".join(c.type for c in m.contents)
-    return _short(f"{who}: {body}", width)
+    return shorten(f"{who}: {body}", width)
 
 
 class Trace(Sequence[ContextSnapshot]):
@@ -143,10 +131,9 @@ class Trace(Sequence[ContextSnapshot]):
     def for_executor(self, executor_id: str) -> Trace:
         """The snapshots of one executor."""
         if executor_id not in self.executor_ids:
-            close = difflib.get_close_matches(executor_id, self.executor_ids, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise KeyError(
-                f"no executor {executor_id!r} in this trace (executors: {', '.join(self.executor_ids)}){hint}"
+                f"no executor {executor_id!r} in this trace (executors: {', '.join(self.executor_ids)})"
+                + did_you_mean(executor_id, self.executor_ids)
             )
         return Trace([s for s in self._snapshots if s.executor_id == executor_id], (executor_id,))
 
@@ -163,12 +150,13 @@ class Trace(Sequence[ContextSnapshot]):
         body = max(width - 14, 20)
 
         def add(label: str, text: str) -> None:
-            lines.append(f"    {label:<10}{_short(text, body)}")
+            lines.append(f"    {label:<10}{shorten(text, body)}")
 
-        def listing(mark: str, messages: Sequence[Message], moved: Sequence[bool] = ()) -> None:
+        def listing(mark: str, messages: Sequence[Message], was: Sequence[Message] = ()) -> None:
             for i, m in enumerate(messages):
                 prefix = f"{i + 1}." if mark == "#" else mark
-                lines.append(f"              {prefix} {message_line(m, body - 3, reassigned=bool(moved and moved[i]))}")
+                original = was[i].role if was else None
+                lines.append(f"              {prefix} {message_line(m, body - 3, was=original)}")
 
         def count(n: int) -> str:
             return f"{n} message{'' if n == 1 else 's'}"
@@ -189,7 +177,7 @@ class Trace(Sequence[ContextSnapshot]):
                 listing("✗", s.dropped)
             if s.given is not None:
                 add("given", count(len(s.given)))
-                listing("#", s.given, s.reassigned())
+                listing("#", s.given, s.cached if len(s.cached) == len(s.given) else ())
             elif s.kind == "agent" and s.kept:
                 add("cached", count(len(s.kept)))
             if s.response is not None:

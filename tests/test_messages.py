@@ -37,6 +37,16 @@ def test_unknown_role_names_the_allowed_roles(role):
         assert allowed in str(info.value)
 
 
+def test_a_missing_role_names_the_allowed_roles_too():
+    with pytest.raises(ValueError, match="role None is not allowed; use one of: system, user"):
+        Message(None, "x")
+
+
+def test_a_dict_is_not_a_list_of_messages():
+    with pytest.raises(TypeError, match="expected a str, a Message or a list of them, got a dict"):
+        to_messages({"role": "user"})
+
+
 def test_messages_are_frozen():
     m = Message("user", "hi")
     with pytest.raises(ValidationError):

@@ -62,7 +62,12 @@ class OfflineChatClient(ABC):
     ) -> AsyncIterator[ChatResponseUpdate]:
         response = await self.get_response(messages, options)
         last = len(response.messages) - 1
+        previous: tuple[str, str | None, str | None] | None = None
         for i, message in enumerate(response.messages):
+            message_id = message.message_id
+            if previous == (message.role, message.author_name, message_id):
+                message_id = f"{response.response_id or 'message'}-{i}"  # else the stream would join the two
+            previous = (message.role, message.author_name, message_id)
             pieces: list[list[Any]] = [[p] for p in _WORDS.findall(message.text)]
             others = [c for c in message.contents if c.type != "text"]
             if others or not pieces:
@@ -72,7 +77,9 @@ class OfflineChatClient(ABC):
                 yield ChatResponseUpdate(
                     contents,
                     role=message.role,
-                    message_id=message.message_id,
+                    author_name=message.author_name,
+                    message_id=message_id,
+                    model=response.model,
                     usage=response.usage if final else None,
                     finish_reason=response.finish_reason if final else None,
                 )

@@ -62,7 +62,7 @@ def bubble(message: Message, *, dropped: bool = False, reassigned: bool = False,
     if message.author_name:
         who += f" · {escape(message.author_name)}"
     if reassigned:
-        who += '<span class="badge moved">reassigned from assistant</span>'
+        who += '<span class="badge moved">handed over as user</span>'
     if dropped:
         who += '<span class="badge">dropped</span>'
     parts = []

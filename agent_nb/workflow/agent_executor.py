@@ -52,6 +52,10 @@ class AgentExecutorRequest:
         object.__setattr__(self, "messages", tuple(to_messages(messages)))
         object.__setattr__(self, "should_respond", should_respond)
 
+    def describe(self) -> str:
+        flag = "" if self.should_respond else ", should_respond=False"
+        return f"request of {len(self.messages)} messages{flag}"
+
 
 @dataclass(frozen=True, slots=True)
 class AgentExecutorResponse:
@@ -63,6 +67,15 @@ class AgentExecutorResponse:
     executor_id: str
     agent_response: AgentResponse
     full_conversation: Conversation | None = None
+
+    def __post_init__(self) -> None:
+        full = self.full_conversation
+        if full is not None and not isinstance(full, Conversation):
+            object.__setattr__(self, "full_conversation", Conversation(full))  # a list built by hand
+
+    def describe(self) -> str:
+        n = "?" if self.full_conversation is None else len(self.full_conversation)
+        return f"response of {self.executor_id} (conversation of {n} messages)"
 
     def __repr__(self) -> str:
         n = "?" if self.full_conversation is None else len(self.full_conversation)
@@ -78,6 +91,9 @@ class TurnToken:
     """
 
     emit_events: bool | None = None
+
+    def describe(self) -> str:
+        return "turn token"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +137,8 @@ class AgentExecutor(Executor):
             by default the executor creates its own on first use.
         id: defaults to the agent's name; also the key for per-executor run arguments.
         context_mode: what to keep of an upstream ``AgentExecutorResponse``: ``"full"``
-            (its whole conversation), ``"last_agent"`` (only the upstream reply) or
-            ``"custom"`` (``context_filter`` decides).
+            (its whole conversation, the default), ``"last_agent"`` (only the upstream reply)
+            or ``"custom"`` (``context_filter`` decides; the default when a filter is given).
         context_filter: ``list[Message] -> list[Message]``; required by ``"custom"``.
         options: ``AgentExecutorOptions``.
     """
@@ -135,7 +151,7 @@ class AgentExecutor(Executor):
         *,
         session: AgentSession | None = None,
         id: str | None = None,
-        context_mode: ContextMode | None = "full",
+        context_mode: ContextMode | None = None,
         context_filter: ContextFilter | None = None,
         options: AgentExecutorOptions | None = None,
     ) -> None:
@@ -148,7 +164,7 @@ class AgentExecutor(Executor):
         self.options = options or AgentExecutorOptions()
         self._mode: ContextMode = "full"
         self._filter: ContextFilter | None = None
-        self.set_context_mode(context_mode or "full", context_filter)
+        self.set_context_mode(context_mode or ("custom" if context_filter is not None else "full"), context_filter)
         self._names = frozenset(n for n in (self.id, name) if n)
         self._cache = EMPTY
         self._conversation = EMPTY
@@ -161,7 +177,7 @@ class AgentExecutor(Executor):
 
     @context_mode.setter
     def context_mode(self, mode: ContextMode) -> None:
-        self.set_context_mode(mode, self._filter)
+        self.set_context_mode(mode, self._filter if mode == "custom" else None)
 
     @property
     def context_filter(self) -> ContextFilter | None:
@@ -177,6 +193,11 @@ class AgentExecutor(Executor):
             raise ValueError(
                 f"executor {self.id!r}: context_mode='custom' needs a context_filter, "
                 "a function list[Message] -> list[Message]"
+            )
+        if context_filter is not None and mode != "custom":
+            raise ValueError(
+                f"executor {self.id!r}: a context_filter is only used with context_mode='custom', not {mode!r}; "
+                "pass context_mode='custom' (or leave the mode out)"
             )
         if context_filter is not None and not callable(context_filter):
             raise TypeError(f"executor {self.id!r}: context_filter must be callable, got {context_filter!r}")
@@ -210,6 +231,11 @@ class AgentExecutor(Executor):
         await self._arrive(self._select(response), ctx, respond=True)
 
     @handler
+    async def on_responses(self, responses: list[AgentExecutorResponse], ctx: _Ctx) -> None:
+        """A fan-in: the responses of several agents, answered at once."""
+        await self._arrive(self._select_many(responses), ctx, respond=True)
+
+    @handler
     async def on_text(self, text: str, ctx: _Ctx) -> None:
         await self._arrive(_Selection((Message("user", text),)), ctx, respond=True)
 
@@ -239,10 +265,25 @@ class AgentExecutor(Executor):
             n, k = len(full), len(reply)
             if k <= n and all(full[n - k + i] is m for i, m in enumerate(reply)):
                 return _Selection(reply, full.head(n - k))
-            keep = {id(m) for m in reply}
-            return _Selection(reply, [m for m in full if id(m) not in keep])
+            return _Selection(reply, _without(full, reply))
+        return self._filtered(full.to_list())
+
+    def _select_many(self, responses: list[AgentExecutorResponse]) -> _Selection:
+        """Apply the context mode to a fan-in: each message once, in order of first appearance."""
+        seen: dict[int, Message] = {}
+        for r in responses:
+            for m in r.full_conversation if r.full_conversation is not None else r.agent_response.messages:
+                seen.setdefault(id(m), m)
+        everything = list(seen.values())
+        if self._mode == "full":
+            return _Selection(everything)
+        if self._mode == "last_agent":
+            replies = [m for r in responses for m in r.agent_response.messages]
+            return _Selection(replies, _without(everything, replies))
+        return self._filtered(everything)
+
+    def _filtered(self, everything: list[Message]) -> _Selection:
         assert self._filter is not None
-        everything = full.to_list()
         try:
             kept = self._filter(list(everything))
         except Exception as exc:
@@ -252,8 +293,7 @@ class AgentExecutor(Executor):
             raise TypeError(
                 f"the context_filter of executor {self.id!r} must return a list of Message, got {kept!r:.80}"
             )
-        keep = {id(m) for m in kept}
-        return _Selection(tuple(kept), [m for m in everything if id(m) not in keep])
+        return _Selection(tuple(kept), _without(everything, kept))
 
     async def _arrive(self, selection: _Selection, ctx: _Ctx, *, respond: bool) -> None:
         ctx.record_context(self._mode_record, kept=selection.kept, dropped=selection.dropped)
@@ -273,6 +313,12 @@ class AgentExecutor(Executor):
 
     async def _take_turn(self, ctx: _Ctx, token: TurnToken | None) -> None:
         cache = self._cache
+        if not cache:
+            why = "a turn token came" if token is not None else "it was asked to answer"
+            raise ValueError(
+                f"executor {self.id!r} has nothing to answer: {why}, but no message arrived since its last turn; "
+                "send messages first (an empty list is no input)"
+            )
         reassign = self.options.reassign_other_agents_as_users
         given = tuple(cache.as_input_for(self._names) if reassign else cache.to_list())
         ctx.record_context(self._mode_record, given=given, cached=cache)
@@ -322,11 +368,22 @@ class AgentExecutor(Executor):
     # -- state between runs ---------------------------------------------------------
 
     def snapshot_state(self) -> dict[str, Any]:
-        return {"cache": self._cache, "conversation": self._conversation}
+        session = self.session
+        return {
+            "cache": self._cache,
+            "conversation": self._conversation,
+            "session": session,
+            "session_state": None if session is None else dict(session.state),
+        }
 
     def restore_state(self, state: dict[str, Any]) -> None:
+        """Back to a snapshot; the session's top-level state keys too (values are not deep-copied)."""
         self._cache = state["cache"]
         self._conversation = state["conversation"]
+        self.session = state["session"]
+        if self.session is not None and self.session.state != state["session_state"]:
+            self.session.state.clear()
+            self.session.state.update(state["session_state"])
 
     def reset(self) -> None:
         """Forget the cache and the conversation (the session is kept)."""
@@ -334,3 +391,9 @@ class AgentExecutor(Executor):
 
     def __repr__(self) -> str:
         return f"AgentExecutor(id={self.id!r}, context_mode={self._mode!r})"
+
+
+def _without(messages: Iterable[Message], removed: Iterable[Message]) -> list[Message]:
+    """``messages`` minus the ``removed`` objects (by identity: equal messages may be distinct turns)."""
+    gone = {id(m) for m in removed}
+    return [m for m in messages if id(m) not in gone]

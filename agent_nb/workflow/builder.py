@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Union
 
 from ..agents import SupportsAgentRun
-from ..errors import WorkflowValidationError
+from ..errors import WorkflowValidationError, did_you_mean
 from ._types import any_compatible, type_name
 from .agent_executor import AgentExecutor
 from .edges import Condition, EdgeGroup, Selection
 from .executor import Executor
-from .workflow import Workflow
+from .workflow import Workflow, check_limit
 
 __all__ = ["WorkflowBuilder"]
 
@@ -54,7 +53,7 @@ class WorkflowBuilder:
     ) -> None:
         self._name = name
         self._description = description
-        self._max_supersteps = max_supersteps
+        self._max_supersteps = None if max_supersteps is None else check_limit(max_supersteps)
         self._nodes: dict[str, Executor] = {}
         self._duplicates: dict[str, list[Executor]] = {}
         self._wrapped: dict[int, AgentExecutor] = {}
@@ -153,9 +152,9 @@ class WorkflowBuilder:
             problem(f"{len(same)} different executors share the id {eid!r} ({kinds}); give each a unique id", eid)
         for ref in dict.fromkeys(self._refs):
             if ref not in self._nodes:
-                close = difflib.get_close_matches(ref, list(self._nodes), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                problem(f"{ref!r} is used as an executor id but no executor has it{hint}", ref)
+                problem(
+                    f"{ref!r} is used as an executor id but no executor has it{did_you_mean(ref, self._nodes)}", ref
+                )
         if self._start is None:
             problem("no start executor: pass WorkflowBuilder(start_executor=...)")
         elif (
@@ -187,7 +186,7 @@ class WorkflowBuilder:
             output_from = frozenset(self._resolve_output(n, problem) for n in self._output_from)
         if problems:
             raise WorkflowValidationError(_report(problems), executor_ids=tuple(dict.fromkeys(involved)))
-        limit = self._max_supersteps or max(100, len(self._nodes) + 1)
+        limit = max(100, len(self._nodes) + 1) if self._max_supersteps is None else self._max_supersteps
         return Workflow(
             name=self._name,
             description=self._description,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RunError, StepFailed, SuperstepLimitExceeded, UsageError
 from ..trace import ContextSnapshot, Sent, Trace
+from ._types import type_name
 from .edges import EdgeGroup
 from .events import (
     ExecutorCompleted,
@@ -87,17 +88,21 @@ class _Run:
 
     def route(self, source: str, message: Any, target_id: str | None) -> Sent:
         executors = self.workflow.executors
+        groups = self.workflow.routes.get(source, ())
         delivered: list[str] = []
-        for group in self.workflow.routes.get(source, ()):
+        taken = False  # did any edge lead to an executor that takes this type?
+        for group in groups:
             if group.kind == "fan_in":
                 if target_id is None or target_id in group.targets:  # delivered once every source has sent
                     self._fan_in.setdefault(group.index, {}).setdefault(source, []).append(message)
                     delivered.append(group.targets[0])
+                    taken = True
                 continue
             # a condition or a selection only ever sees messages its targets can take
             targets = [
                 t for t in group.targets if (target_id is None or t == target_id) and executors[t].can_handle(message)
             ]
+            taken = taken or bool(targets)
             if not targets or (group.condition is not None and not _call(group.condition, message, group, source)):
                 continue
             if group.selection is not None:
@@ -105,10 +110,16 @@ class _Run:
             for target in targets:
                 self._next.append((target, message))
             delivered.extend(targets)
-        if target_id is not None and not delivered:
+        if target_id is not None and not taken:
             raise UsageError(
-                f"executor {source!r} sent a {type(message).__name__} to {target_id!r}, but no edge from "
+                f"{source!r} sent a message of type {type(message).__name__} to {target_id!r}, but no edge from "
                 f"{source!r} to {target_id!r} takes it; add the edge or send without target_id"
+            )
+        if groups and not taken:
+            reach = ", ".join(f"{t} takes {_accepted(executors[t])}" for g in groups for t in g.targets)
+            raise UsageError(
+                f"{source!r} sent a message of type {type(message).__name__}, but none of its edges leads to an "
+                f"executor that takes it ({reach}); send a type a target accepts, or add an edge to one that does"
             )
         return Sent(message, tuple(delivered))
 
@@ -147,10 +158,8 @@ class _Run:
 
     def _as_run_error(self, exc: BaseException) -> BaseException:
         if not isinstance(exc, _Failure):
-            return exc
+            return exc  # already a RunError (a limit), or a cancellation that must stay one
         original = exc.error
-        if isinstance(original, UsageError):
-            return original
         return StepFailed(
             f"executor {exc.executor_id!r} failed in superstep {exc.superstep} of workflow "
             f"{self.workflow.name!r}: {type(original).__name__}: {original}. Nothing of this run was kept; "
@@ -186,7 +195,17 @@ class _Run:
             buffer = self._fan_in.get(group.index)
             if buffer and all(buffer.get(s) for s in group.sources):
                 merged = [m for s in group.sources for m in buffer[s]]
-                self._next.append((group.targets[0], merged))
+                target = self.workflow.executors[group.targets[0]]
+                if not target.can_handle(merged):
+                    kinds = ", ".join(sorted({type(m).__name__ for m in merged}))
+                    raise StepFailed(
+                        f"the fan-in from {', '.join(group.sources)} into {target.id!r} collected a list of "
+                        f"{kinds}, which {target.id!r} cannot take (it takes {_accepted(target)}); "
+                        "make the sources send what it takes, or give it a handler for that list",
+                        executor_id=target.id,
+                        superstep=self.superstep,
+                    )
+                self._next.append((target.id, merged))
                 del self._fan_in[group.index]
 
     async def _invoke_all(self, executor: Executor, messages: list[Any], step: int) -> None:
@@ -237,6 +256,10 @@ class _Run:
                 **fields,
             )
         )
+
+
+def _accepted(executor: Executor) -> str:
+    return " | ".join(type_name(t) for t in executor.accepted_types()) or "nothing"
 
 
 def _call(condition: Callable[[Any], bool], message: Any, group: EdgeGroup, source: str) -> bool:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncGenerator, Coroutine, Mapping
 from typing import Any, Literal, cast, overload
 
-from ..errors import InputTypeError, UsageError, WorkflowBusyError
+from ..errors import InputTypeError, UsageError, WorkflowBusyError, did_you_mean
 from ..nb import run_sync
 from .edges import Edge, EdgeGroup
 from .events import WorkflowEvent
@@ -109,7 +108,7 @@ class Workflow:
             "client_kwargs": self._per_executor("client_kwargs", client_kwargs),
             "function_invocation_kwargs": self._per_executor("function_invocation_kwargs", function_invocation_kwargs),
         }
-        limit = max_supersteps or self.max_supersteps
+        limit = self.max_supersteps if max_supersteps is None else check_limit(max_supersteps)
         if stream:
             return WorkflowRunStream(self, inputs, run_kwargs, limit)
         return self._run(inputs, run_kwargs, limit)
@@ -172,23 +171,40 @@ class _Claim:
 
 
 class WorkflowRunStream:
-    """The events of one streaming run, as they happen. ``result`` is set after the last event."""
+    """The events of one streaming run, as they happen; ``result`` is set after the last event.
+
+    The run starts with the first ``anext``. Leaving early? ``await stream.aclose()`` (or
+    ``async with workflow.run(..., stream=True) as stream:``) stops it at once and rolls it back.
+    """
 
     def __init__(self, workflow: Workflow, inputs: tuple[Any, ...], run_kwargs: Any, limit: int) -> None:
         self._workflow = workflow
         self._inputs = inputs
         self._run_kwargs = run_kwargs
         self._limit = limit
-        self._started = False
+        self._events_iter: AsyncGenerator[WorkflowEvent, None] | None = None
         self.result: RunResult | None = None
 
-    def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
-        if self._started:
-            raise UsageError("this stream was already iterated; call workflow.run(..., stream=True) again")
-        self._started = True
-        return self._events()
+    def __aiter__(self) -> WorkflowRunStream:
+        return self
 
-    async def _events(self) -> AsyncIterator[WorkflowEvent]:
+    async def __anext__(self) -> WorkflowEvent:
+        if self._events_iter is None:
+            self._events_iter = self._events()
+        return await self._events_iter.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the run if it is still going (its executors go back to their state before it)."""
+        if self._events_iter is not None:
+            await self._events_iter.aclose()
+
+    async def __aenter__(self) -> WorkflowRunStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _events(self) -> AsyncGenerator[WorkflowEvent, None]:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         with self._workflow._claim():
             run = _Run(
@@ -217,6 +233,11 @@ class WorkflowRunStream:
 
 
 def _unknown(key: str, known: Mapping[str, Any], where: str) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"there is no executor {key!r} in {where} (executors: {', '.join(known)}){hint}"
+    return f"there is no executor {key!r} in {where} (executors: {', '.join(known)}){did_you_mean(key, known)}"
+
+
+def check_limit(max_supersteps: int) -> int:
+    """``max_supersteps`` as given, once checked: a whole number of at least 1."""
+    if isinstance(max_supersteps, bool) or not isinstance(max_supersteps, int) or max_supersteps < 1:
+        raise ValueError(f"max_supersteps must be a whole number of at least 1, got {max_supersteps!r}")
+    return max_supersteps

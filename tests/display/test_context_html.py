@@ -22,7 +22,7 @@ async def test_dropped_messages_are_struck_through_and_reassigned_ones_marked():
     html = trace_html((await build_demo().run(QUESTION)).trace)
     assert html.count('class="msg dropped"') == 2  # researcher drops the plan, writer drops the question
     assert "text-decoration:line-through" in html
-    assert html.count("reassigned from assistant") == 1
+    assert html.count("handed over as user") == 1
     assert re.search(r"given to the agent \(1 · ~\d+ tokens\)", html)
     for executor in ("planner", "researcher", "writer"):
         assert f"<h3>{executor} " in html

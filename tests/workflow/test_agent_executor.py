@@ -10,9 +10,11 @@ from agent_nb import (
     AgentResponseUpdate,
     AgentSession,
     ChatAgent,
+    ChatResponse,
     InputTypeError,
     Message,
     MirrorChatClient,
+    ScriptedChatClient,
     StepFailed,
     TurnToken,
     WorkflowBuilder,
@@ -37,6 +39,15 @@ def test_id_defaults_to_the_agent_name_and_is_required():
     with pytest.raises(ValueError, match=r"has no name: pass AgentExecutor\(agent, id=\.\.\.\)"):
         AgentExecutor(RecordingAgent(None))
     assert AgentExecutor(RecordingAgent(None), id="anon").id == "anon"
+
+
+def test_a_filter_alone_means_custom_and_a_filter_with_another_mode_is_refused():
+    ex = AgentExecutor(RecordingAgent("a"), context_filter=user_messages)
+    assert ex.context_mode == "custom" and ex.context_filter is user_messages
+    with pytest.raises(ValueError, match="only used with context_mode='custom', not 'full'"):
+        AgentExecutor(RecordingAgent("a"), context_mode="full", context_filter=user_messages)
+    ex.context_mode = "last_agent"  # switching away drops the filter
+    assert ex.context_filter is None
 
 
 def test_context_mode_validation():
@@ -205,12 +216,31 @@ async def test_a_failing_agent_fails_the_run_naming_it_and_keeps_its_state():
     agent = RecordingAgent("a", fail=ConnectionError("offline"))
     ex = AgentExecutor(agent)
     wf = chain(ex)
+    await wf.run(AgentExecutorRequest("background", should_respond=False))
     with pytest.raises(StepFailed, match=r"executor 'a' failed in superstep 1.*ConnectionError: offline"):
         await wf.run("q")
-    assert len(ex.cache) == 0 and len(ex.conversation) == 0
+    assert [m.text for m in ex.cache] == ["background"]  # "q" was cached in the failed run: undone
+    assert len(ex.conversation) == 0 and ex.session is None
     agent.fail = None
     await wf.run("q2")
-    assert [m.text for m in agent.seen[-1]] == ["q2"]
+    assert [m.text for m in agent.seen[-1]] == ["background", "q2"]
+
+
+async def test_a_failed_run_restores_session_state():
+    class Counting(RecordingAgent):
+        def run(self, messages=None, *, session=None, stream=False, **kwargs):
+            session.state["turns"] = session.state.get("turns", 0) + 1
+            return super().run(messages, session=session, stream=stream, **kwargs)
+
+    session = AgentSession(state={"turns": 0})
+    first, broken = Counting("first"), Counting("broken", fail=RuntimeError("down"))
+    wf = chain(AgentExecutor(first, session=session), AgentExecutor(broken, session=session))
+    with pytest.raises(StepFailed):
+        await wf.run("q")
+    assert session.state == {"turns": 0}
+    broken.fail = None
+    await wf.run("q")
+    assert session.state == {"turns": 2}
 
 
 async def test_an_agent_must_return_an_agent_response():
@@ -304,10 +334,17 @@ async def test_reassignment_can_be_turned_off_and_full_conversation_keeps_roles(
 
 
 async def test_one_session_shared_by_several_executors():
+    class Noting(RecordingAgent):
+        def run(self, messages=None, *, session=None, stream=False, **kwargs):
+            self.saw_notes = list(session.state.setdefault("notes", []))
+            session.state["notes"] = [*self.saw_notes, self.name]
+            return super().run(messages, session=session, stream=stream, **kwargs)
+
     session = AgentSession()
-    a, b = RecordingAgent("a"), RecordingAgent("b")
+    a, b = Noting("a"), Noting("b")
     await chain(AgentExecutor(a, session=session), AgentExecutor(b, session=session)).run("q")
     assert a.calls[0]["session"] is session and b.calls[0]["session"] is session
+    assert b.saw_notes == ["a"] and session.state["notes"] == ["a", "b"]
 
 
 async def test_default_sessions_are_per_executor_and_kept_between_runs():
@@ -353,3 +390,82 @@ async def test_the_turn_token_decides_streaming_unless_the_option_does():
     b = RecordingAgent("b")
     out = (await turn_chain(b, emit=False).run("q", TurnToken(emit_events=True))).get_outputs()
     assert [type(o).__name__ for o in out] == ["AgentResponse"]
+
+
+async def test_nothing_to_answer_is_a_clear_error():
+    wf = chain(AgentExecutor(RecordingAgent("a")))
+    with pytest.raises(StepFailed, match="'a' has nothing to answer: it was asked to answer, but no message arrived"):
+        await wf.run([])
+    with pytest.raises(StepFailed, match="nothing to answer: a turn token came"):
+        await wf.run(TurnToken())
+
+
+async def test_a_turn_token_answers_what_was_preloaded():
+    agent = RecordingAgent("a")
+    await chain(AgentExecutor(agent)).run(AgentExecutorRequest("ctx", should_respond=False), TurnToken())
+    assert [m.text for m in agent.seen[0]] == ["ctx"]
+
+
+async def test_a_hand_built_response_with_a_list_conversation_works_in_every_mode():
+    reply = Message("assistant", "hi", author_name="a")
+    upstream = AgentExecutorResponse("a", AgentResponse([reply]), [Message("user", "q"), reply])
+    for mode in ("full", "last_agent"):
+        agent = RecordingAgent("b")
+        await chain(AgentExecutor(agent, context_mode=mode)).run(upstream)
+        assert agent.seen[0][-1].text == "hi"
+
+
+async def test_an_agent_as_fan_in_target_sees_each_message_once():
+    start, left, right = RecordingAgent("start"), RecordingAgent("left"), RecordingAgent("right")
+    joiner = RecordingAgent("joiner")
+    for mode, expected in (
+        ("full", ["q", "start saw 1", "left saw 2", "right saw 2"]),
+        ("last_agent", ["left saw 2", "right saw 2"]),
+    ):
+        joiner.calls.clear()
+        wf = (
+            WorkflowBuilder(start_executor=start)
+            .add_fan_out_edges(start, [left, right])
+            .add_fan_in_edges([left, right], AgentExecutor(joiner, context_mode=mode))
+            .build()
+        )
+        await wf.run("q")
+        assert [m.text for m in joiner.seen[0]] == expected
+
+
+async def test_another_agents_tool_calls_are_handed_over_as_text():
+    from agent_nb import FunctionCallContent, FunctionResultContent
+
+    class ToolUser(RecordingAgent):
+        async def _respond(self, text):
+            return AgentResponse(
+                [
+                    Message(
+                        "assistant",
+                        [FunctionCallContent(call_id="c1", name="weather", arguments={"city": "Lisbon"})],
+                        author_name="tools",
+                    ),
+                    Message("tool", [FunctionResultContent(call_id="c1", result={"temp": 18})], author_name="tools"),
+                    Message("assistant", "It is 18 degrees.", author_name="tools"),
+                ]
+            )
+
+    second = RecordingAgent("second")
+    await chain(AgentExecutor(ToolUser("tools")), AgentExecutor(second)).run("weather?")
+    assert [(m.role, m.author_name, m.text) for m in second.seen[0]] == [
+        ("user", None, "weather?"),
+        ("user", "tools", '[called weather({"city": "Lisbon"})]'),
+        ("user", "tools", '[c1 returned {"temp": 18}]'),
+        ("user", "tools", "It is 18 degrees."),
+    ]
+    assert all(c.type == "text" for m in second.seen[0] for c in m.contents)
+
+
+async def test_streamed_multi_message_replies_stay_separate_and_keep_the_model():
+    reply = ChatResponse([Message("assistant", "first part"), Message("assistant", "second part")], model="m1")
+    stream = chain(AgentExecutor(ChatAgent(ScriptedChatClient([reply]), name="two"))).run("q", stream=True)
+    updates = [e.data async for e in stream if e.type == "output"]
+    assert "".join(u.text for u in updates) == "first partsecond part"
+    response = stream.result.trace.last("two").response
+    assert [m.text for m in response.messages] == ["first part", "second part"]
+    assert response.model == "m1"

@@ -50,7 +50,7 @@ def test_two_agents_with_the_same_name_collide():
 
 def test_unknown_reference_suggests_a_close_id():
     err = build_error(WorkflowBuilder(start_executor=Text("writer")).add_edge("writer", "writter"))
-    assert "'writter' is used as an executor id but no executor has it (did you mean 'writer'?)" in str(err)
+    assert "'writter' is used as an executor id but no executor has it; did you mean 'writer'?" in str(err)
 
 
 def test_start_executor_missing_or_not_in_graph():

@@ -2,12 +2,14 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+from typing import ClassVar
 
 import pytest
 from conftest import RecordingAgent
 
 from agent_nb import (
     AgentExecutor,
+    AgentExecutorResponse,
     AgentResponseUpdate,
     Executor,
     StepFailed,
@@ -114,8 +116,51 @@ async def test_send_to_a_target_without_an_edge_is_a_usage_error():
             await ctx.send_message(text, target_id="nowhere")
 
     wf = WorkflowBuilder(start_executor=Misdirect("m")).build()
-    with pytest.raises(UsageError, match="'m' sent a str to 'nowhere', but no edge"):
+    with pytest.raises(StepFailed, match="'m' sent a message of type str to 'nowhere', but no edge") as info:
         await wf.run("x")
+    assert isinstance(info.value.__cause__, UsageError) and info.value.result.status == "failed"
+
+
+async def test_a_message_no_edge_can_deliver_fails_the_run():
+    class Sloppy(Executor):
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext) -> None:  # sends undeclared types
+            await ctx.send_message(42)
+
+    wf = WorkflowBuilder(start_executor=(s := Sloppy("s"))).add_edge(s, Relay("r")).build()
+    with pytest.raises(StepFailed, match=r"'s' sent a message of type int, but none of its edges .* \(r takes str\)"):
+        await wf.run("x")
+
+
+async def test_a_fan_in_list_the_target_cannot_take_names_the_fan_in():
+    class Num(Executor):
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext) -> None:
+            await ctx.send_message(1)
+
+    class Texts(Executor):
+        @handler
+        async def on(self, items: list[str], ctx: WorkflowContext[None, str]) -> None: ...
+
+    start, a, b = Relay("start"), Num("a"), Num("b")
+    wf = (
+        WorkflowBuilder(start_executor=start)
+        .add_fan_out_edges(start, [a, b])
+        .add_fan_in_edges([a, b], Texts("j"))
+        .build()
+    )
+    with pytest.raises(StepFailed, match=r"fan-in from a, b into 'j' collected a list of int") as info:
+        await wf.run("x")
+    assert info.value.executor_id == "j" and info.value.superstep == 2
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_max_supersteps_must_be_a_positive_whole_number(bad):
+    with pytest.raises(ValueError, match="max_supersteps must be a whole number of at least 1"):
+        WorkflowBuilder(start_executor=Relay("a"), max_supersteps=bad)
+    wf = WorkflowBuilder(start_executor=Relay("a")).build()
+    with pytest.raises(ValueError, match="max_supersteps"):
+        wf.run("x", max_supersteps=bad)
 
 
 async def test_a_cycle_that_never_ends_hits_the_superstep_limit():
@@ -208,19 +253,33 @@ async def test_streaming_yields_updates_as_output_events_and_sets_result():
     assert all(isinstance(u, AgentResponseUpdate) for u in outputs)
     assert "".join(u.text for u in outputs) == "talker saw 1"
     assert stream.result is not None and stream.result.trace.last("talker").response.text == "talker saw 1"
-    with pytest.raises(UsageError, match="already iterated"):
-        stream.__aiter__()
+    assert [e async for e in stream] == []  # exhausted
 
 
-async def test_breaking_out_of_a_stream_cancels_the_run_and_frees_the_workflow():
-    wf = WorkflowBuilder(start_executor=(a := Relay("a"))).add_edge(a, Relay("b", sleep=5)).build()
-    async for event in wf.run("x", stream=True):
-        if event.type == "executor_invoked" and event.executor_id == "b":
-            break
-    await asyncio.sleep(0)
-    result = await asyncio.wait_for(WorkflowBuilder(start_executor=Relay("c")).build().run("y"), 1)
-    assert result.status == "completed"
+async def test_the_stream_is_an_async_iterator():
+    stream = WorkflowBuilder(start_executor=Relay("a")).build().run("x", stream=True)
+    assert (await anext(stream)).type == "started"
+    assert (await anext(stream)).type == "superstep_started"
+    await stream.aclose()
+
+
+async def test_leaving_a_stream_early_cancels_the_run_rolls_back_and_frees_the_workflow():
+    class Sleeper(Executor):
+        naps: ClassVar[list[float]] = [5.0]
+
+        @handler
+        async def on(self, response: AgentExecutorResponse, ctx: WorkflowContext) -> None:
+            await asyncio.sleep(self.naps.pop() if self.naps else 0)
+
+    ex = AgentExecutor(RecordingAgent("first"))
+    wf = WorkflowBuilder(start_executor=ex).add_edge(ex, Sleeper("slow")).build()
+    async with wf.run("x", stream=True) as stream:
+        async for event in stream:
+            if event.type == "executor_invoked" and event.executor_id == "slow":
+                break
     assert not wf._running
+    assert len(ex.conversation) == 0  # the first hop of the cancelled run was undone
+    assert (await asyncio.wait_for(wf.run("again"), 1)).status == "completed"
 
 
 def test_run_sync_in_a_plain_script():
@@ -311,7 +370,13 @@ async def test_a_condition_only_sees_messages_its_target_can_take():
         seen.append(text)
         return len(text) < 5
 
-    wf = WorkflowBuilder(start_executor=(m := Mixed("m")), output_from=["r"]).add_edge(m, Relay("r"), short).build()
+    m = Mixed("m")
+    wf = (
+        WorkflowBuilder(start_executor=m, output_from=["r"])
+        .add_edge(m, Relay("r"), short)
+        .add_edge(m, Loop("n"))
+        .build()
+    )
     result = await wf.run("hey")
     assert seen == ["hey"] and result.get_outputs() == ["hey>r"]
-    assert [s.targets for s in result.trace.last("m").sent] == [(), ("r",)]
+    assert [s.targets for s in result.trace.last("m").sent] == [("n",), ("r",)]
