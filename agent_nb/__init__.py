@@ -11,6 +11,7 @@ print(result.trace)
 
 from .agents import ChatAgent, SupportsAgentRun
 from .clients import (
+    Capabilities,
     ChatClient,
     EchoChatClient,
     FunctionChatClient,
@@ -21,17 +22,27 @@ from .clients import (
 from .conversation import Conversation
 from .errors import (
     AgentNbError,
+    AllAttemptsFailed,
     BudgetExceeded,
     InputTypeError,
+    ModelBadRequest,
     ModelError,
+    ModelRateLimited,
+    ModelTimeout,
+    ModelUnavailable,
+    RouteIncompatibleError,
+    RouteNotFoundError,
     RunError,
     ScriptExhausted,
+    ServiceManagedHistoryError,
     StepFailed,
     SuperstepLimitExceeded,
+    ToolRoundsExceeded,
     UsageError,
     WorkflowBusyError,
     WorkflowValidationError,
 )
+from .history import ChatHistoryProvider, InMemoryHistoryProvider, SQLiteHistoryProvider
 from .messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -48,7 +59,10 @@ from .messages import (
     UserInputResponseContent,
 )
 from .nb import run_sync
+from .portability import check_history, repair_history
+from .routing import FallbackChatClient, RoutingChatClient
 from .sessions import AgentSession
+from .tools import FunctionTool, tool
 from .trace import ContextSnapshot, Trace
 from .workflow import (
     AgentExecutor,
@@ -79,9 +93,12 @@ __all__ = [
     "AgentResponse",
     "AgentResponseUpdate",
     "AgentSession",
+    "AllAttemptsFailed",
     "BudgetExceeded",
+    "Capabilities",
     "ChatAgent",
     "ChatClient",
+    "ChatHistoryProvider",
     "ChatResponse",
     "ChatResponseUpdate",
     "ContextSnapshot",
@@ -89,24 +106,37 @@ __all__ = [
     "DataContent",
     "EchoChatClient",
     "Executor",
+    "FallbackChatClient",
     "FunctionCallContent",
     "FunctionChatClient",
     "FunctionExecutor",
     "FunctionResultContent",
+    "FunctionTool",
+    "InMemoryHistoryProvider",
     "InputTypeError",
     "Message",
     "MirrorChatClient",
+    "ModelBadRequest",
     "ModelError",
+    "ModelRateLimited",
+    "ModelTimeout",
+    "ModelUnavailable",
     "OfflineChatClient",
+    "RouteIncompatibleError",
+    "RouteNotFoundError",
+    "RoutingChatClient",
     "RunError",
     "RunResult",
+    "SQLiteHistoryProvider",
     "ScriptExhausted",
     "ScriptedChatClient",
     "SequentialBuilder",
+    "ServiceManagedHistoryError",
     "StepFailed",
     "SuperstepLimitExceeded",
     "SupportsAgentRun",
     "TextContent",
+    "ToolRoundsExceeded",
     "Trace",
     "TurnToken",
     "UriContent",
@@ -121,7 +151,10 @@ __all__ = [
     "WorkflowEvent",
     "WorkflowValidationError",
     "__version__",
+    "check_history",
     "executor",
     "handler",
+    "repair_history",
     "run_sync",
+    "tool",
 ]

@@ -1,17 +1,37 @@
 """Agents: what a workflow executor wraps.
 
-``SupportsAgentRun`` is the structural protocol every agent meets; ``ChatAgent`` is the
-one agent_nb ships: instructions plus a chat client.
+``SupportsAgentRun`` is the structural protocol every agent meets. ``ChatAgent`` is the
+agent agent_nb ships: instructions, a chat client, optionally a history provider and
+function tools. With a history provider one turn is exactly:
+
+1. the provider loads the session's conversation;
+2. the agent puts it before this turn's input (after its instructions);
+3. the client — a ``RoutingChatClient`` picks the session's route — gets the whole request;
+4. tool calls are run and answered, round after round, up to ``max_tool_rounds``;
+5. the provider saves the turn's new messages, only once the turn succeeded.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .clients.base import ChatClient
-from .messages import AgentResponse, AgentResponseUpdate, ChatResponse, Message, to_messages
+from .errors import AgentNbError, ModelError, ToolRoundsExceeded
+from .history import ChatHistoryProvider
+from .messages import (
+    AgentResponse,
+    AgentResponseUpdate,
+    ChatResponse,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    Usage,
+    to_messages,
+)
 from .sessions import AgentSession
+from .tools import FunctionTool, as_tools
 
 __all__ = ["ChatAgent", "SupportsAgentRun"]
 
@@ -37,15 +57,26 @@ class SupportsAgentRun(Protocol):
 
 
 class ChatAgent:
-    """An agent made of instructions and a chat client.
+    """An agent made of instructions and a chat client, with optional history and tools.
 
-    It sends its instructions (as a system message) followed by the messages it is given,
-    and answers with messages whose ``author_name`` is its ``name``.
+    It sends its instructions (as a system message), the session's stored conversation
+    and the messages it is given, and answers with messages whose ``author_name`` is its
+    ``name``.
 
     ```python
     agent = ChatAgent(MirrorChatClient(), name="planner", instructions="Plan the trip.")
     response = await agent.run("Plan a weekend in Lisbon")
     ```
+
+    Args:
+        client: any ``ChatClient``; a ``RoutingChatClient`` to move between models.
+        name: identifies the agent's messages (and its executor in a workflow).
+        instructions: sent first in every request; never stored in the history.
+        options: default request options (model, temperature, ...); ``client_kwargs`` win.
+        history: where the session's conversation lives (``InMemoryHistoryProvider``,
+            ``SQLiteHistoryProvider``); without one each run sees only what it is given.
+        tools: functions (or ``FunctionTool``) the model may call.
+        max_tool_rounds: how many rounds of tool calls one turn may take.
     """
 
     def __init__(
@@ -56,28 +87,30 @@ class ChatAgent:
         instructions: str | None = None,
         description: str | None = None,
         options: Mapping[str, Any] | None = None,
+        history: ChatHistoryProvider | None = None,
+        tools: Iterable[Callable[..., Any] | FunctionTool] = (),
+        max_tool_rounds: int = 8,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("ChatAgent needs a non-empty name: it identifies the agent's messages and executor")
         if not hasattr(client, "get_response"):
             raise TypeError(f"ChatAgent {name!r}: client must be a ChatClient, got {type(client).__name__}")
+        if history is not None and not isinstance(history, ChatHistoryProvider):
+            raise TypeError(f"ChatAgent {name!r}: history must have async load() and save(), got {history!r}")
+        if max_tool_rounds < 1:
+            raise ValueError(f"ChatAgent {name!r}: max_tool_rounds must be at least 1, got {max_tool_rounds}")
         self.client = client
         self.name = name
         self.instructions = instructions
         self.description = description
         self.options: dict[str, Any] = dict(options or {})
+        self.history = history
+        self.tools = as_tools(tools)
+        self.max_tool_rounds = max_tool_rounds
+        self._tools_by_name: dict[str, FunctionTool] = {t.name: t for t in self.tools}
 
     def create_session(self) -> AgentSession:
         return AgentSession()
-
-    def _request(self, messages: AgentInput) -> list[Message]:
-        given = to_messages(messages)
-        if self.instructions:
-            return [Message("system", self.instructions), *given]
-        return given
-
-    def _options(self, client_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
-        return {**self.options, **client_kwargs} if client_kwargs else self.options
 
     def run(
         self,
@@ -90,39 +123,170 @@ class ChatAgent:
     ) -> Awaitable[AgentResponse] | AsyncIterator[AgentResponseUpdate]:
         """Answer ``messages``; with ``stream=True``, yield the answer as it is produced.
 
-        ``client_kwargs`` are merged over ``options`` and reach the chat client.
-        ``function_invocation_kwargs`` are meant for function tools; a ChatAgent has none, so it ignores them.
+        ``client_kwargs`` are merged over ``options`` and reach the chat client;
+        ``function_invocation_kwargs`` reach the ``**kwargs`` of the agent's tools.
         """
-        request = self._request(messages)
-        options = self._options(client_kwargs)
-        if stream:
-            return self._stream(request, options)
-        return self._respond(request, options)
-
-    async def _respond(self, request: list[Message], options: dict[str, Any]) -> AgentResponse:
-        response = await self.client.get_response(request, options)
-        return self._own(response)
-
-    async def _stream(self, request: list[Message], options: dict[str, Any]) -> AsyncIterator[AgentResponseUpdate]:
-        async for update in self.client.get_streaming_response(request, options):
-            yield AgentResponseUpdate(
-                update.contents,
-                role=update.role,
-                author_name=update.author_name or self.name,
-                message_id=update.message_id,
-                response_id=update.response_id,
-                model=update.model,
-                usage=update.usage,
-            )
-
-    def _own(self, response: ChatResponse) -> AgentResponse:
-        messages = [
-            m
-            if m.author_name is not None
-            else Message(m.role, m.contents, author_name=self.name, message_id=m.message_id)
-            for m in response.messages
-        ]
-        return AgentResponse(messages, response_id=response.response_id, model=response.model, usage=response.usage)
+        turn = _Turn(self, to_messages(messages), session, client_kwargs, function_invocation_kwargs)
+        return turn.stream() if stream else turn.respond()
 
     def __repr__(self) -> str:
-        return f"ChatAgent(name={self.name!r}, client={self.client!r})"
+        extras = "".join(
+            f", {k}={v!r}" for k, v in (("history", self.history), ("tools", [t.name for t in self.tools])) if v
+        )
+        return f"ChatAgent(name={self.name!r}, client={self.client!r}{extras})"
+
+
+class _Turn:
+    """One run of a ChatAgent: load, ask (and run tools), save."""
+
+    def __init__(
+        self,
+        agent: ChatAgent,
+        new: list[Message],
+        session: AgentSession | None,
+        client_kwargs: Mapping[str, Any] | None,
+        function_invocation_kwargs: Mapping[str, Any] | None,
+    ) -> None:
+        self.agent = agent
+        self.new = new
+        self.session = session if session is not None or agent.history is None else agent.create_session()
+        options = {**agent.options, **client_kwargs} if client_kwargs else dict(agent.options)
+        if agent.tools:
+            options["tools"] = agent.tools
+        self.options = options
+        self.run_kwargs = dict(function_invocation_kwargs or {})
+        self.produced: list[Message] = []
+
+    async def _request(self) -> list[Message]:
+        agent = self.agent
+        prior = await agent.history.load(self.session) if agent.history is not None and self.session else []
+        system = [Message("system", agent.instructions)] if agent.instructions else []
+        return [*system, *prior, *self.new]
+
+    def _own(self, messages: Sequence[Message]) -> list[Message]:
+        name = self.agent.name
+        return [
+            m if m.author_name is not None else Message(m.role, m.contents, author_name=name, message_id=m.message_id)
+            for m in messages
+        ]
+
+    def _pending_calls(self, messages: Sequence[Message]) -> list[FunctionCallContent]:
+        if not self.agent.tools:
+            return []  # no tools of its own: calls go back to the caller as the answer
+        answered = {c.call_id for m in messages for c in m.contents if c.type == "function_result"}
+        return [c for m in messages for c in m.contents if c.type == "function_call" and c.call_id not in answered]
+
+    async def _answer(self, calls: list[FunctionCallContent]) -> Message:
+        async def one(call: FunctionCallContent) -> FunctionResultContent:
+            tool = self.agent._tools_by_name.get(call.name)
+            if tool is None:
+                known = ", ".join(self.agent._tools_by_name)
+                return FunctionResultContent(
+                    call_id=call.call_id, exception=f"there is no tool {call.name!r}; tools: {known}"
+                )
+            try:
+                result = await tool.invoke(call.arguments, **self.run_kwargs)
+            except Exception as exc:  # the model sees what went wrong and may try again
+                return FunctionResultContent(call_id=call.call_id, exception=f"{type(exc).__name__}: {exc}")
+            return FunctionResultContent(call_id=call.call_id, result=result)
+
+        results = await asyncio.gather(*(one(c) for c in calls))
+        return Message("tool", list(results), author_name=self.agent.name)
+
+    def _too_many_rounds(self) -> ToolRoundsExceeded:
+        n = self.agent.max_tool_rounds
+        return ToolRoundsExceeded(
+            f"agent {self.agent.name!r}: the model still called tools after {n} rounds (max_tool_rounds={n}); "
+            "raise max_tool_rounds if the task needs more, or check what the tools return"
+        )
+
+    async def _save(self) -> None:
+        if self.agent.history is not None and self.session is not None:
+            await self.agent.history.save(self.session, [*self.new, *self.produced])
+
+    def _failed(self, exc: Exception) -> Exception:
+        """The turn's error, saying that nothing was stored (the history is as it was)."""
+        if self.agent.history is None or self.session is None:
+            return exc
+        note = f"nothing of this turn was stored: the history of session {self.session.session_id!r} is as it was"
+        if isinstance(exc, AgentNbError):
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"agent {self.agent.name!r}: {note}")
+            return exc
+        return ModelError(f"agent {self.agent.name!r} could not finish its turn ({type(exc).__name__}: {exc}); {note}")
+
+    def _response(self, usage: Usage | None, last: ChatResponse | None) -> AgentResponse:
+        return AgentResponse(
+            self.produced,
+            response_id=last.response_id if last else None,
+            model=last.model if last else None,
+            route=last.route if last else None,
+            repairs=last.repairs if last else (),
+            usage=usage,
+        )
+
+    async def respond(self) -> AgentResponse:
+        try:
+            request = await self._request()
+            usage: Usage | None = None
+            last: ChatResponse | None = None
+            for round_ in range(self.agent.max_tool_rounds + 1):
+                last = await self.agent.client.get_response(
+                    [*request, *self.produced], self.options, session=self.session
+                )
+                usage = last.usage if usage is None else (usage + last.usage if last.usage else usage)
+                self.produced.extend(self._own(last.messages))
+                calls = self._pending_calls(self.produced)
+                if not calls:
+                    break
+                if round_ == self.agent.max_tool_rounds:
+                    raise self._too_many_rounds()
+                self.produced.append(await self._answer(calls))
+            await self._save()
+        except Exception as exc:
+            error = self._failed(exc)
+            if error is exc:
+                raise
+            raise error from exc
+        return self._response(usage, last)
+
+    async def stream(self) -> AsyncIterator[AgentResponseUpdate]:
+        name = self.agent.name
+        try:
+            request = await self._request()
+            usage: Usage | None = None
+            last: ChatResponse | None = None
+            for round_ in range(self.agent.max_tool_rounds + 1):
+                updates = []
+                stream = self.agent.client.get_streaming_response(
+                    [*request, *self.produced], self.options, session=self.session
+                )
+                async for update in stream:
+                    updates.append(update)
+                    yield AgentResponseUpdate(
+                        update.contents,
+                        role=update.role,
+                        author_name=update.author_name or name,
+                        message_id=update.message_id,
+                        response_id=update.response_id,
+                        model=update.model,
+                        route=update.route,
+                        usage=update.usage,
+                    )
+                last = ChatResponse.from_updates(updates)
+                usage = last.usage if usage is None else (usage + last.usage if last.usage else usage)
+                self.produced.extend(self._own(last.messages))
+                calls = self._pending_calls(self.produced)
+                if not calls:
+                    break
+                if round_ == self.agent.max_tool_rounds:
+                    raise self._too_many_rounds()
+                answer = await self._answer(calls)
+                self.produced.append(answer)
+                yield AgentResponseUpdate(answer.contents, role="tool", author_name=name)
+            await self._save()
+        except Exception as exc:
+            error = self._failed(exc)
+            if error is exc:
+                raise
+            raise error from exc

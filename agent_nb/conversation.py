@@ -15,13 +15,12 @@ roles reassigned is a slice plus a patch of that agent's own messages.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, overload
 
-from .messages import ONLY_MESSAGES, Message, TextContent
+from .messages import ONLY_MESSAGES, Message, tool_work_as_text
 
 __all__ = ["EMPTY", "Conversation"]
 
@@ -42,21 +41,7 @@ def handed_over(message: Message) -> Message:
     """
     if not any(c.type == "function_call" or c.type == "function_result" for c in message.contents):
         return message.with_role("user")
-    return Message("user", [_as_text(c) for c in message.contents], author_name=message.author_name)
-
-
-def _as_text(content: Any) -> Any:
-    if content.type == "function_call":
-        args = content.arguments if isinstance(content.arguments, str) else json.dumps(content.arguments)
-        return TextContent(f"[called {content.name}({args})]")
-    if content.type == "function_result":
-        outcome = (
-            f"raised {content.exception}"
-            if content.exception
-            else f"returned {json.dumps(content.result, default=str)}"
-        )
-        return TextContent(f"[{content.call_id} {outcome}]")
-    return content
+    return Message("user", [tool_work_as_text(c) for c in message.contents], author_name=message.author_name)
 
 
 class _Log:

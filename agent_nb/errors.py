@@ -5,13 +5,20 @@ AgentNbError
 ├── UsageError                  the API was misused; the message says how to fix it
 │   ├── WorkflowValidationError a graph that cannot run (raised by ``build()``)
 │   ├── InputTypeError          a message no handler of the executor accepts (also a TypeError)
-│   └── WorkflowBusyError       a workflow asked to run while it is already running
+│   ├── WorkflowBusyError       a workflow asked to run while it is already running
+│   ├── RouteNotFoundError      a route name the router does not have (also a KeyError)
+│   ├── ServiceManagedHistoryError  a route whose history lives on the service
+│   └── RouteIncompatibleError  a history the chosen route would reject
 └── RunError                    a run failed; nothing it held was kept
     ├── StepFailed              an executor raised inside a superstep
-    ├── ModelError              a chat client failed
-    │   └── ScriptExhausted     a ScriptedChatClient was asked for more replies than it had
+    ├── ModelError              a chat client failed (``retryable`` says whether another try may work)
+    │   ├── ModelRateLimited, ModelTimeout, ModelUnavailable   retryable
+    │   ├── ModelBadRequest     the server refused the request; its message is kept
+    │   ├── ScriptExhausted     a ScriptedChatClient was asked for more replies than it had
+    │   └── AllAttemptsFailed   every client of a fallback failed (also an ExceptionGroup)
     └── BudgetExceeded          a run hit a limit
-        └── SuperstepLimitExceeded
+        ├── SuperstepLimitExceeded
+        └── ToolRoundsExceeded
 ```
 
 Bad argument values (an unknown role, an unknown context mode) stay ``ValueError``
@@ -21,18 +28,31 @@ and ``TypeError``, as in the standard library. Errors never log when created.
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterable
 from typing import Any
 
+if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10
+    from exceptiongroup import ExceptionGroup  # type: ignore[import-not-found,unused-ignore]
+
 __all__ = [
     "AgentNbError",
+    "AllAttemptsFailed",
     "BudgetExceeded",
     "InputTypeError",
+    "ModelBadRequest",
     "ModelError",
+    "ModelRateLimited",
+    "ModelTimeout",
+    "ModelUnavailable",
+    "RouteIncompatibleError",
+    "RouteNotFoundError",
     "RunError",
     "ScriptExhausted",
+    "ServiceManagedHistoryError",
     "StepFailed",
     "SuperstepLimitExceeded",
+    "ToolRoundsExceeded",
     "UsageError",
     "WorkflowBusyError",
     "WorkflowValidationError",
@@ -86,8 +106,62 @@ class StepFailed(RunError):
         self.superstep = superstep
 
 
+class RouteNotFoundError(UsageError, KeyError):
+    """A route name the routing client does not have; ``routes`` lists those it has."""
+
+    def __init__(self, message: str, *, route: str, routes: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.route = route
+        self.routes = routes
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class ServiceManagedHistoryError(UsageError):
+    """A client whose conversation lives on the service was registered as a route."""
+
+
+class RouteIncompatibleError(UsageError):
+    """The conversation holds something the chosen route would reject; ``problems`` says what and where."""
+
+    def __init__(self, message: str, *, route: str, problems: tuple[Any, ...]) -> None:
+        super().__init__(message)
+        self.route = route
+        self.problems = problems
+
+
 class ModelError(RunError):
     """A chat client could not produce a response."""
+
+    retryable = False
+    """Whether trying again (or another client) may succeed."""
+
+
+class ModelRateLimited(ModelError):
+    """The server asked to slow down (HTTP 429)."""
+
+    retryable = True
+
+
+class ModelTimeout(ModelError):
+    """The server did not answer in time."""
+
+    retryable = True
+
+
+class ModelUnavailable(ModelError):
+    """The server could not be reached, or failed on its side (HTTP 5xx)."""
+
+    retryable = True
+
+
+class ModelBadRequest(ModelError):
+    """The server refused the request (HTTP 4xx); the message carries the server's words."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ScriptExhausted(ModelError):
@@ -103,6 +177,10 @@ class BudgetExceeded(RunError):
     """A run reached one of its limits."""
 
 
+class ToolRoundsExceeded(BudgetExceeded):
+    """A model kept calling tools for more rounds than its agent allows."""
+
+
 class SuperstepLimitExceeded(BudgetExceeded):
     """A workflow kept delivering messages past ``max_supersteps`` (a cycle that does not end)."""
 
@@ -110,6 +188,10 @@ class SuperstepLimitExceeded(BudgetExceeded):
         super().__init__(message)
         self.limit = limit
         self.active = active
+
+
+class AllAttemptsFailed(ExceptionGroup, ModelError):  # type: ignore[misc]
+    """Every client of a ``FallbackChatClient`` failed; ``exceptions`` holds each attempt's error, in order."""
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

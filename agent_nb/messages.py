@@ -11,11 +11,12 @@ Message.model_validate_json(msg.model_dump_json()) == msg  # True
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ROLES",
@@ -36,6 +37,7 @@ __all__ = [
     "UserInputResponseContent",
     "estimate_tokens",
     "to_messages",
+    "tool_work_as_text",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -153,7 +155,11 @@ _CONTENT_TYPES = (
 
 
 def _to_contents(value: Any) -> Any:
-    """Accept a string, or an iterable of strings, content objects and content dicts."""
+    """Accept a string, or an iterable of strings, content objects and content dicts.
+
+    Only constructors call this: JSON and dicts go straight to pydantic, which checks
+    the ``type`` tags itself (and names the known ones when a tag is unknown).
+    """
     if isinstance(value, str):
         return (TextContent(value),)
     if isinstance(value, (BaseModel, dict)):
@@ -166,6 +172,21 @@ def _to_contents(value: Any) -> Any:
             raise ValueError(f"unknown content type {item.get('type')!r}; agent_nb knows: {', '.join(_CONTENT_TYPES)}")
         out.append(item)
     return tuple(out)
+
+
+def tool_work_as_text(content: Any) -> Any:
+    """A function call or result as a text content (``[called f({...})]``, ``[c1 returned ...]``); others as they are.
+
+    Used wherever a tool exchange must reach a model that cannot take it as such.
+    """
+    if content.type == "function_call":
+        args = content.arguments if isinstance(content.arguments, str) else json.dumps(content.arguments)
+        return TextContent(f"[called {content.name}({args})]")
+    if content.type == "function_result":
+        if content.exception:
+            return TextContent(f"[{content.call_id} raised {content.exception}]")
+        return TextContent(f"[{content.call_id} returned {json.dumps(content.result, default=str)}]")
+    return content
 
 
 def _text_of(contents: Iterable[Any]) -> str:
@@ -189,21 +210,13 @@ class Message(BaseModel):
     def __init__(self, role: Any = _UNSET, contents: Any = _UNSET, /, **data: Any) -> None:
         if role is not _UNSET:
             data["role"] = role
+        if "role" in data and data["role"] not in ROLES:
+            raise ValueError(f"role {data['role']!r} is not allowed; use one of: {', '.join(ROLES)}")
         if contents is not _UNSET:
             data["contents"] = contents
+        if "contents" in data:
+            data["contents"] = _to_contents(data["contents"])
         super().__init__(**data)
-
-    @field_validator("role", mode="before")
-    @classmethod
-    def _check_role(cls, value: Any) -> Any:
-        if value not in ROLES:
-            raise ValueError(f"role {value!r} is not allowed; use one of: {', '.join(ROLES)}")
-        return value
-
-    @field_validator("contents", mode="before")
-    @classmethod
-    def _check_contents(cls, value: Any) -> Any:
-        return _to_contents(value)
 
     @property
     def text(self) -> str:
@@ -268,14 +281,15 @@ class _Update(BaseModel):
     """Updates of one message share it; a change of id (or role or author) starts a new message."""
     response_id: str | None = None
     model: str | None = None
+    route: str | None = None
     usage: Usage | None = None
 
     def __init__(self, contents: Any = _UNSET, /, **data: Any) -> None:
         if contents is not _UNSET:
             data["contents"] = contents
+        if "contents" in data:
+            data["contents"] = _to_contents(data["contents"])
         super().__init__(**data)
-
-    _check_contents = field_validator("contents", mode="before")(classmethod(lambda cls, v: _to_contents(v)))
 
     @property
     def text(self) -> str:
@@ -295,13 +309,17 @@ class _Response(BaseModel):
     response_id: str | None = None
     model: str | None = None
     """The model that answered, when known."""
+    route: str | None = None
+    """The route of a ``RoutingChatClient`` that answered, when routed."""
+    repairs: tuple[str, ...] = ()
+    """What a routing client changed in the history so the route would accept it."""
     usage: Usage | None = None
-
-    _check_messages = field_validator("messages", mode="before")(classmethod(lambda cls, v: _to_messages(v)))
 
     def __init__(self, messages: Any = _UNSET, /, **data: Any) -> None:
         if messages is not _UNSET:
             data["messages"] = messages
+        if "messages" in data:
+            data["messages"] = _to_messages(data["messages"])
         super().__init__(**data)
 
     @property
@@ -319,7 +337,7 @@ class _Response(BaseModel):
         key: tuple[Any, ...] | None = None
         contents: list[Any] = []
         usage: Usage | None = None
-        response_id = model = None
+        response_id = model = route = None
 
         def flush() -> None:
             if key is not None and contents:
@@ -339,10 +357,12 @@ class _Response(BaseModel):
                 usage = update.usage if usage is None else usage + update.usage
             response_id = update.response_id or response_id
             model = update.model or model
+            route = update.route or route
         flush()
         data.setdefault("usage", usage)
         data.setdefault("response_id", response_id)
         data.setdefault("model", model)
+        data.setdefault("route", route)
         return cls(messages, **data)
 
     def __repr__(self) -> str:
@@ -381,6 +401,13 @@ class ChatResponse(_Response):
 
     def __init__(self, messages: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(messages, **data)
+
+
+# The __init__ methods above only map positional arguments to fields. Telling pydantic so
+# lets it build these models straight from JSON or dicts without calling them: nested
+# validation (a stored conversation, a streamed chunk) is then several times faster.
+for _model in (TextContent, Message, AgentResponseUpdate, AgentResponse, ChatResponseUpdate, ChatResponse):
+    _model.__pydantic_custom_init__ = False
 
 
 def estimate_tokens(messages: Sequence[Message] | str) -> int:

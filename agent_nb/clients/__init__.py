@@ -1,14 +1,15 @@
 """Chat clients: the seam between agents and models.
 
 The offline clients here need no network and answer deterministically; they are the
-default everywhere in agent_nb. Real providers live in their own modules and are
-imported only when used.
+default everywhere in agent_nb. Real providers live in their own modules
+(``agent_nb.clients.openai``), and their SDKs are imported only when used.
 """
 
-from .base import ChatClient, OfflineChatClient
+from .base import Capabilities, ChatClient, OfflineChatClient
 from .offline import EchoChatClient, FunctionChatClient, MirrorChatClient, ScriptedChatClient
 
 __all__ = [
+    "Capabilities",
     "ChatClient",
     "EchoChatClient",
     "FunctionChatClient",

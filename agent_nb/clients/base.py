@@ -1,4 +1,11 @@
-"""The ``ChatClient`` protocol and the base of the deterministic offline clients."""
+"""The ``ChatClient`` protocol, what a client declares about itself, and the offline base.
+
+Besides its two methods, every agent_nb client declares ``history_mode`` (who keeps the
+conversation: ``"caller"`` sends it with every request, ``"service"`` keeps it on the
+server behind an id) and ``capabilities`` (what a request to it may contain). Routing
+reads both, through ``history_mode_of`` and ``capabilities_of``, which give other
+clients the defaults: caller-managed, everything supported.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,35 @@ import asyncio
 import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..messages import ChatResponse, ChatResponseUpdate, Message, Usage, estimate_tokens
 
-__all__ = ["ChatClient", "OfflineChatClient"]
+if TYPE_CHECKING:
+    from ..sessions import AgentSession
+
+__all__ = ["Capabilities", "ChatClient", "HistoryMode", "OfflineChatClient", "capabilities_of", "history_mode_of"]
 
 _WORDS = re.compile(r"\s*\S+|\s+")
+
+HistoryMode = Literal["caller", "service"]
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a request to a client may contain; checked before a routed request is sent."""
+
+    tool_calls: bool = True
+    """Function calls and their results (tool messages)."""
+    images: bool = True
+    system_messages: bool = True
+    context_window: int | None = None
+    """Tokens the model reads at most (estimated); ``None`` for no limit known."""
+    call_id_pattern: str | None = None
+    """A regular expression every tool-call id must match, for providers that insist on a format."""
+    trailing_tool_call: bool = False
+    """Whether a request may end with a tool call that has no result yet."""
 
 
 @runtime_checkable
@@ -20,16 +49,39 @@ class ChatClient(Protocol):
     """Anything that turns a list of messages into a model's answer.
 
     ``get_response`` returns the whole answer; ``get_streaming_response`` yields it in
-    increments. ``options`` carries per-request settings (model, temperature, tools, ...).
+    increments. ``options`` carries per-request settings (model, temperature, tools, ...);
+    ``session`` is the conversation the request belongs to (a routing client reads its route).
     """
 
     async def get_response(
-        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any] | None = None,
+        *,
+        session: AgentSession | None = None,
     ) -> ChatResponse: ...
 
     def get_streaming_response(
-        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any] | None = None,
+        *,
+        session: AgentSession | None = None,
     ) -> AsyncIterator[ChatResponseUpdate]: ...
+
+
+def history_mode_of(client: object) -> HistoryMode:
+    """The client's declared history mode; ``"caller"`` when it declares none."""
+    mode = getattr(client, "history_mode", "caller")
+    if mode not in ("caller", "service"):
+        raise ValueError(f"{type(client).__name__}.history_mode must be 'caller' or 'service', not {mode!r}")
+    return "service" if mode == "service" else "caller"
+
+
+def capabilities_of(client: object) -> Capabilities:
+    """The client's declared capabilities; everything supported when it declares none."""
+    caps = getattr(client, "capabilities", None)
+    return caps if isinstance(caps, Capabilities) else Capabilities()
 
 
 class OfflineChatClient(ABC):
@@ -37,19 +89,34 @@ class OfflineChatClient(ABC):
 
     Usage is estimated from the text (about four characters a token) so that token
     displays work offline. ``stream_delay`` (seconds between words) makes streaming
-    visible in a notebook; it is 0 by default.
+    visible in a notebook; it is 0 by default. ``capabilities`` and ``history_mode`` can be
+    set to stand in for a real provider when teaching routing offline.
     """
 
     model: str = "offline"
 
-    def __init__(self, *, stream_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        stream_delay: float = 0.0,
+        capabilities: Capabilities | None = None,
+        history_mode: HistoryMode = "caller",
+    ) -> None:
         self.stream_delay = stream_delay
+        self.capabilities = capabilities or Capabilities()
+        self.history_mode = history_mode
 
     @abstractmethod
     async def reply(self, messages: list[Message], options: Mapping[str, Any]) -> Message | ChatResponse:
         """The answer to one request; a subclass's only duty."""
 
-    async def get_response(self, messages: Sequence[Message], options: Mapping[str, Any] | None = None) -> ChatResponse:
+    async def get_response(
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any] | None = None,
+        *,
+        session: AgentSession | None = None,
+    ) -> ChatResponse:
         request = list(messages)
         answer = await self.reply(request, options or {})
         if isinstance(answer, ChatResponse):
@@ -58,9 +125,13 @@ class OfflineChatClient(ABC):
         return ChatResponse([answer], model=self.model, usage=usage, finish_reason="stop")
 
     async def get_streaming_response(
-        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any] | None = None,
+        *,
+        session: AgentSession | None = None,
     ) -> AsyncIterator[ChatResponseUpdate]:
-        response = await self.get_response(messages, options)
+        response = await self.get_response(messages, options, session=session)
         last = len(response.messages) - 1
         previous: tuple[str, str | None, str | None] | None = None
         for i, message in enumerate(response.messages):

@@ -1,4 +1,8 @@
-"""Deterministic chat clients that need no network: echo, scripted, function and mirror."""
+"""Deterministic chat clients that need no network: echo, scripted, function and mirror.
+
+Each takes the settings of ``OfflineChatClient`` as keywords: ``stream_delay``,
+``capabilities``, ``history_mode``.
+"""
 
 from __future__ import annotations
 
@@ -40,8 +44,8 @@ class ScriptedChatClient(OfflineChatClient):
 
     model = "scripted"
 
-    def __init__(self, replies: Iterable[Reply], *, stream_delay: float = 0.0) -> None:
-        super().__init__(stream_delay=stream_delay)
+    def __init__(self, replies: Iterable[Reply], **settings: Any) -> None:
+        super().__init__(**settings)
         self.replies: list[Message | ChatResponse] = [_as_answer(r) for r in replies]
         self.requests: list[tuple[list[Message], dict[str, Any]]] = []
 
@@ -76,12 +80,9 @@ class FunctionChatClient(OfflineChatClient):
     model = "function"
 
     def __init__(
-        self,
-        fn: Callable[[list[Message], Mapping[str, Any]], Reply | Awaitable[Reply]],
-        *,
-        stream_delay: float = 0.0,
+        self, fn: Callable[[list[Message], Mapping[str, Any]], Reply | Awaitable[Reply]], **settings: Any
     ) -> None:
-        super().__init__(stream_delay=stream_delay)
+        super().__init__(**settings)
         self.fn = fn
 
     async def reply(self, messages: list[Message], options: Mapping[str, Any]) -> Message | ChatResponse:
@@ -131,8 +132,8 @@ class MirrorChatClient(OfflineChatClient):
 
     model = "mirror"
 
-    def __init__(self, *, words: int = 5, stream_delay: float = 0.0) -> None:
-        super().__init__(stream_delay=stream_delay)
+    def __init__(self, *, words: int = 5, **settings: Any) -> None:
+        super().__init__(**settings)
         self.words = words
 
     async def reply(self, messages: list[Message], options: Mapping[str, Any]) -> Message:

@@ -1,0 +1,170 @@
+"""Chat history providers: the source of truth for a session's conversation.
+
+An agent with a history provider loads the session's conversation before each turn and
+saves the turn's new messages after it succeeded; nothing is saved for a turn that
+failed or was cancelled. Because the history lives with the caller, any route can be
+given the whole conversation.
+
+```python
+history = SQLiteHistoryProvider("chats.sqlite")
+agent = ChatAgent(router, name="assistant", history=history)
+```
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import TypeAdapter
+
+from .messages import Message
+from .sessions import AgentSession
+
+__all__ = ["ChatHistoryProvider", "InMemoryHistoryProvider", "SQLiteHistoryProvider"]
+
+_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def _parse(rows: Sequence[str]) -> list[Message]:
+    """Stored JSON rows back to messages, in one pydantic call (much faster than one call a row)."""
+    return _MESSAGES.validate_json("[" + ",".join(rows) + "]") if rows else []
+
+
+@runtime_checkable
+class ChatHistoryProvider(Protocol):
+    """Loads a session's conversation; saves the new messages of a successful turn."""
+
+    async def load(self, session: AgentSession) -> list[Message]: ...
+
+    async def save(self, session: AgentSession, messages: Sequence[Message]) -> None: ...
+
+
+class InMemoryHistoryProvider:
+    """History kept in the session's own state, so it travels with ``AgentSession.to_dict()``.
+
+    Messages are stored as JSON-ready dicts under ``session.state[key]``; each save replaces
+    the list rather than appending to it, so a state snapshot taken before a run stays valid.
+    """
+
+    def __init__(self, key: str = "history") -> None:
+        self.key = key
+        self._parsed: dict[str, tuple[list[Any], list[Message]]] = {}
+
+    async def load(self, session: AgentSession) -> list[Message]:
+        stored = session.state.get(self.key)
+        if not stored:
+            return []
+        cached = self._parsed.get(session.session_id)
+        if cached is not None and cached[0] is stored:
+            return list(cached[1])
+        try:
+            messages = _MESSAGES.validate_python(stored)
+        except ValueError as exc:
+            raise ValueError(
+                f"the history of session {session.session_id!r} under state[{self.key!r}] is not a list of "
+                f"messages ({exc.__class__.__name__}); it was probably written by something else"
+            ) from exc
+        self._remember(session, stored, messages)
+        return list(messages)
+
+    async def save(self, session: AgentSession, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        old = await self.load(session)
+        stored = [*session.state.get(self.key, ()), *(m.model_dump(mode="json") for m in messages)]
+        session.state[self.key] = stored
+        self._remember(session, stored, [*old, *messages])
+
+    def _remember(self, session: AgentSession, stored: list[Any], messages: list[Message]) -> None:
+        """Keep the parsed form of the last few sessions, so a turn does not re-read the whole history."""
+        self._parsed.pop(session.session_id, None)
+        self._parsed[session.session_id] = (stored, messages)
+        while len(self._parsed) > 64:
+            del self._parsed[next(iter(self._parsed))]
+
+    def __repr__(self) -> str:
+        return f"InMemoryHistoryProvider(key={self.key!r})"
+
+
+class SQLiteHistoryProvider:
+    """Durable history in one SQLite file: many sessions, each isolated, one transaction per turn.
+
+    The file uses write-ahead logging, so readers never block the writer, and it survives a
+    restart: a new provider on the same path sees every saved turn. Calls are short
+    and run on the event loop's thread; one provider may be shared by many agents.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS agent_nb_messages ("
+                " session_id TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL,"
+                " PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
+            )
+
+    async def load(self, session: AgentSession) -> list[Message]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT message FROM agent_nb_messages WHERE session_id = ? ORDER BY seq", (session.session_id,)
+            ).fetchall()
+        try:
+            return _parse([r[0] for r in rows])
+        except ValueError as exc:
+            raise ValueError(
+                f"{self.path}: the stored history of session {session.session_id!r} cannot be read as messages "
+                f"({exc.__class__.__name__}); was the file written by another program?"
+            ) from exc
+
+    async def save(self, session: AgentSession, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        rows = [m.model_dump_json() for m in messages]
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                (last,) = db.execute(
+                    "SELECT COALESCE(MAX(seq), -1) FROM agent_nb_messages WHERE session_id = ?", (session.session_id,)
+                ).fetchone()
+                db.executemany(
+                    "INSERT INTO agent_nb_messages (session_id, seq, message) VALUES (?, ?, ?)",
+                    [(session.session_id, last + 1 + i, row) for i, row in enumerate(rows)],
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def sessions(self) -> list[str]:
+        """The ids of the sessions with stored history."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT session_id FROM agent_nb_messages ORDER BY 1")]
+
+    def delete(self, session: AgentSession | str) -> int:
+        """Forget one session's history; returns how many messages were removed."""
+        session_id = session if isinstance(session, str) else session.session_id
+        with self._lock:
+            cursor = self._db.execute("DELETE FROM agent_nb_messages WHERE session_id = ?", (session_id,))
+            return cursor.rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> SQLiteHistoryProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteHistoryProvider({str(self.path)!r})"

@@ -1,0 +1,324 @@
+"""Routing: chat clients that wrap chat clients.
+
+``RoutingChatClient`` sends each request to its session's active route, so a conversation
+can move between models and providers mid-way and keep its history (the history provider
+replays it to whichever route is active). Each session's route lives in the session's own
+state: it persists with the session, and sessions never share a route by accident.
+
+Every route must keep its history with the caller: a client whose conversation lives on
+the service is refused when registered. Before sending, the router checks that the route
+accepts the conversation (see ``agent_nb.portability``) and either refuses with the
+offending messages named (``history_policy="strict"``) or repairs it (``"repair"``).
+
+```python
+router = RoutingChatClient({"fast": small_model, "smart": big_model}, default_route="fast")
+agent = ChatAgent(router, name="assistant", history=InMemoryHistoryProvider())
+session = agent.create_session()
+await agent.run("hello", session=session)         # answered by "fast"
+router.set_active_route(session, "smart")
+await agent.run("and now?", session=session)      # "smart" gets the whole conversation
+```
+
+``FallbackChatClient`` tries clients in turn when one fails with a retryable error.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from .clients.base import Capabilities, ChatClient, capabilities_of, history_mode_of
+from .errors import (
+    AllAttemptsFailed,
+    ModelError,
+    RouteIncompatibleError,
+    RouteNotFoundError,
+    ServiceManagedHistoryError,
+    did_you_mean,
+)
+from .messages import ChatResponse, ChatResponseUpdate, Message
+from .portability import check_history, repair_history
+from .sessions import AgentSession
+
+__all__ = ["FallbackChatClient", "HistoryPolicy", "RoutingChatClient"]
+
+HistoryPolicy = Literal["strict", "repair"]
+Select = Callable[[Sequence[Message], Mapping[str, Any], AgentSession | None], str | None]
+_STATE_KEY = "routes"  # session.state["routes"][router name] = active route
+
+
+def _refuse_service_managed(what: str, client: object) -> None:
+    if history_mode_of(client) == "service":
+        raise ServiceManagedHistoryError(
+            f"{what} ({type(client).__name__}) keeps its conversation on the service, behind an id that "
+            "no other route can use, so switching away from it would lose the history. Use it with "
+            "caller-managed history instead (for OpenAIResponsesClient: store=False), or import the "
+            "conversation first (agent_nb.clients.openai.import_conversation) and route from there."
+        )
+
+
+class RoutingChatClient:
+    """A chat client that sends each request to the active route of the request's session.
+
+    Args:
+        routes: name -> chat client; every one caller-managed.
+        default_route: the route of a session that has none set; by default the first route.
+        select: ``select(messages, options, session) -> name | None`` picks a route per
+            request (cost, capability, content); ``None`` falls back to the active route.
+        history_policy: ``"strict"`` refuses a history the route would reject;
+            ``"repair"`` changes it so the route accepts it, and records what changed.
+        name: where routes are kept in ``session.state["routes"]``; routers sharing sessions
+            need different names.
+    """
+
+    history_mode = "caller"
+
+    def __init__(
+        self,
+        routes: Mapping[str, ChatClient],
+        *,
+        default_route: str | None = None,
+        select: Select | None = None,
+        history_policy: HistoryPolicy = "strict",
+        name: str = "router",
+    ) -> None:
+        if not routes:
+            raise ValueError("RoutingChatClient needs at least one route: RoutingChatClient({'name': client})")
+        if history_policy not in ("strict", "repair"):
+            raise ValueError(f"history_policy must be 'strict' or 'repair', not {history_policy!r}")
+        self.name = name
+        self.select = select
+        self.history_policy: HistoryPolicy = history_policy
+        self._routes: dict[str, ChatClient] = {}
+        for route, client in routes.items():
+            self.add_route(route, client)
+        self.default_route = None if default_route is None else self._known(default_route)
+
+    # -- routes ---------------------------------------------------------------------
+
+    @property
+    def routes(self) -> Mapping[str, ChatClient]:
+        """The routes, read-only; change them with ``add_route`` and ``remove_route``."""
+        return types.MappingProxyType(self._routes)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Routes are checked one by one, so the router itself claims everything."""
+        return Capabilities(trailing_tool_call=True)
+
+    def add_route(self, name: str, client: ChatClient) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a route name must be a non-empty string, got {name!r}")
+        if name in self._routes:
+            raise ValueError(f"router {self.name!r} already has a route {name!r}; remove it first to replace it")
+        if not hasattr(client, "get_response"):
+            raise TypeError(f"route {name!r}: {type(client).__name__} is not a chat client")
+        _refuse_service_managed(f"route {name!r}", client)
+        self._routes[name] = client
+
+    def remove_route(self, name: str) -> ChatClient:
+        """Remove a route; sessions that were on it get a clear error on their next turn."""
+        client = self._routes.pop(self._known(name))
+        if self.default_route == name:
+            self.default_route = None
+        return client
+
+    def _known(self, name: str, session: AgentSession | None = None) -> str:
+        if name in self._routes:
+            return name
+        where = f"session {session.session_id!r}: " if session is not None else ""
+        raise RouteNotFoundError(
+            f"{where}router {self.name!r} has no route {name!r} (routes: {', '.join(self._routes) or 'none'})"
+            + did_you_mean(name, self._routes),
+            route=name,
+            routes=tuple(self._routes),
+        )
+
+    # -- the session's route --------------------------------------------------------
+
+    def get_active_route(self, session: AgentSession | None = None) -> str:
+        """The session's route, else the default route, else the first route."""
+        stored = session.state.get(_STATE_KEY, {}).get(self.name) if session is not None else None
+        if session is not None and stored is not None:
+            if stored not in self._routes:
+                raise RouteNotFoundError(
+                    f"session {session.session_id!r} is on route {stored!r}, which router {self.name!r} no longer "
+                    f"has (routes: {', '.join(self._routes)}); choose one with set_active_route(session, name)",
+                    route=stored,
+                    routes=tuple(self._routes),
+                )
+            return str(stored)
+        if not self._routes:
+            raise RouteNotFoundError(f"router {self.name!r} has no routes left", route="", routes=())
+        return self.default_route or next(iter(self._routes))
+
+    def set_active_route(self, session: AgentSession, name: str) -> None:
+        """Send the session's next requests to ``name``; an unknown name leaves the session as it was."""
+        self._known(name, session)
+        routes = dict(session.state.get(_STATE_KEY, {}))  # a new dict: a state snapshot stays valid
+        routes[self.name] = name
+        session.state[_STATE_KEY] = routes
+
+    # -- requests -------------------------------------------------------------------
+
+    def _choose(
+        self, messages: Sequence[Message], options: Mapping[str, Any], session: AgentSession | None
+    ) -> tuple[str, ChatClient]:
+        route = self.select(messages, options, session) if self.select is not None else None
+        route = self._known(route, session) if route is not None else self.get_active_route(session)
+        return route, self._routes[route]
+
+    def _prepare(
+        self, route: str, client: ChatClient, messages: Sequence[Message]
+    ) -> tuple[Sequence[Message], list[str]]:
+        caps = capabilities_of(client)
+        problems = check_history(messages, caps)
+        if not problems:
+            return messages, []
+        notes: list[str] = []
+        if self.history_policy == "repair":
+            messages, notes = repair_history(messages, caps)
+            problems = check_history(messages, caps)
+            if not problems:
+                return messages, notes
+        listed = "\n".join(f"  - {p}" for p in problems[:10])
+        more = f"\n  - and {len(problems) - 10} more" if len(problems) > 10 else ""
+        fix = (
+            "shorten the conversation or choose a route with a larger context"
+            if all(p.kind == "context" for p in problems)
+            else "choose another route, fix the history, or use RoutingChatClient(..., history_policy='repair')"
+        )
+        raise RouteIncompatibleError(
+            f"route {route!r} would reject this conversation ({len(problems)} problem"
+            f"{'s' if len(problems) != 1 else ''}):\n{listed}{more}\nNothing was sent; {fix}.",
+            route=route,
+            problems=tuple(problems),
+        )
+
+    async def get_response(
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any] | None = None,
+        *,
+        session: AgentSession | None = None,
+    ) -> ChatResponse:
+        options = options or {}
+        route, client = self._choose(messages, options, session)
+        request, repairs = self._prepare(route, client, messages)
+        response = await client.get_response(request, options, session=session)
+        return response.model_copy(update={"route": route, "repairs": tuple(repairs)})
+
+    async def get_streaming_response(
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any] | None = None,
+        *,
+        session: AgentSession | None = None,
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        options = options or {}
+        route, client = self._choose(messages, options, session)
+        request, _ = self._prepare(route, client, messages)
+        async for update in client.get_streaming_response(request, options, session=session):
+            yield update.model_copy(update={"route": route})
+
+    def __repr__(self) -> str:
+        return f"RoutingChatClient({list(self._routes)}, default_route={self.default_route!r})"
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, ModelError):
+        return exc.retryable
+    return isinstance(exc, (ConnectionError, TimeoutError))
+
+
+class FallbackChatClient:
+    """Try ``primary``; on a retryable error, the next client, and so on.
+
+    A streamed answer switches client only if the failure came before any output was
+    yielded: what a user has seen is never replaced. When every client fails the error is
+    ``AllAttemptsFailed``, an exception group of each attempt's error.
+
+    Args:
+        retry_on: a predicate on the error, or exception types; by default agent_nb's
+            retryable model errors (rate limit, timeout, unavailable) and connection errors.
+    """
+
+    history_mode = "caller"
+
+    def __init__(
+        self,
+        primary: ChatClient,
+        *fallbacks: ChatClient,
+        retry_on: Callable[[BaseException], bool] | tuple[type[BaseException], ...] | None = None,
+    ) -> None:
+        if not fallbacks:
+            raise ValueError("FallbackChatClient needs at least one fallback: FallbackChatClient(primary, backup)")
+        self.clients: tuple[ChatClient, ...] = (primary, *fallbacks)
+        for i, client in enumerate(self.clients):
+            _refuse_service_managed(f"fallback client {i}", client)
+        if isinstance(retry_on, tuple):
+            kinds = retry_on
+            self.retry_on: Callable[[BaseException], bool] = lambda exc: isinstance(exc, kinds)
+        else:
+            self.retry_on = retry_on or _retryable
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What every client accepts: a request may end up at any of them."""
+        caps = [capabilities_of(c) for c in self.clients]
+        windows = [c.context_window for c in caps if c.context_window is not None]
+        patterns = {c.call_id_pattern for c in caps} - {None}
+        return Capabilities(
+            tool_calls=all(c.tool_calls for c in caps),
+            images=all(c.images for c in caps),
+            system_messages=all(c.system_messages for c in caps),
+            context_window=min(windows) if windows else None,
+            call_id_pattern=next(iter(patterns)) if len(patterns) == 1 else None,
+            trailing_tool_call=all(c.trailing_tool_call for c in caps),
+        )
+
+    def _give_up(self, errors: list[Exception]) -> AllAttemptsFailed:
+        summary = "; ".join(f"{i}: {type(e).__name__}: {e}" for i, e in enumerate(errors))
+        return AllAttemptsFailed(f"all {len(errors)} clients failed ({summary})", errors)
+
+    async def get_response(
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any] | None = None,
+        *,
+        session: AgentSession | None = None,
+    ) -> ChatResponse:
+        errors: list[Exception] = []
+        for client in self.clients:
+            try:
+                return await client.get_response(messages, options, session=session)
+            except Exception as exc:
+                if not self.retry_on(exc):
+                    raise
+                errors.append(exc)
+        raise self._give_up(errors)
+
+    async def get_streaming_response(
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any] | None = None,
+        *,
+        session: AgentSession | None = None,
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        errors: list[Exception] = []
+        for client in self.clients:
+            shown = False
+            try:
+                async for update in client.get_streaming_response(messages, options, session=session):
+                    shown = True
+                    yield update
+                return
+            except Exception as exc:
+                if shown or not self.retry_on(exc):
+                    raise
+                errors.append(exc)
+        raise self._give_up(errors)
+
+    def __repr__(self) -> str:
+        return f"FallbackChatClient({', '.join(type(c).__name__ for c in self.clients)})"

@@ -1,0 +1,136 @@
+"""Function tools: plain Python functions the model may call.
+
+The JSON schema of a tool's parameters comes from the function's type hints (through
+pydantic), its description from the docstring. Arguments the model sends are validated
+against the same hints before the function runs; what goes wrong is returned to the model
+as the call's result, so it can correct itself.
+
+```python
+def weather(city: str, unit: Literal["C", "F"] = "C") -> str:
+    \"\"\"The weather in a city.\"\"\"
+    return f"18 {unit} in {city}"
+
+agent = ChatAgent(client, name="assistant", tools=[weather])
+```
+
+A tool that declares ``**kwargs`` also receives the run's ``function_invocation_kwargs``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+__all__ = ["FunctionTool", "ToolArgumentsError", "as_tools", "tool"]
+
+
+class ToolArgumentsError(ValueError):
+    """The model called a tool with arguments that do not fit its parameters."""
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Pydantic's generated titles add tokens and say nothing the names do not."""
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):  # names here are the user's, not keywords
+            out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+        else:
+            out[key] = _strip_titles(value)
+    return out
+
+
+class FunctionTool:
+    """A Python function (sync or async) offered to a model as a tool."""
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"a tool must be a function, got {fn!r}")
+        self.fn = fn
+        self.name: str = str(name or getattr(fn, "__name__", ""))
+        if not self.name.isidentifier():
+            raise ValueError(f"tool name {self.name!r} is not usable; pass name='...' (letters, digits, underscores)")
+        doc = inspect.getdoc(fn) or ""
+        self.description = description if description is not None else doc.split("\n\n")[0].strip()
+        signature = inspect.signature(fn)
+        try:
+            hints = get_type_hints(fn, include_extras=True)
+        except Exception as exc:
+            raise TypeError(f"tool {self.name!r}: cannot resolve its type hints ({exc})") from exc
+        fields: dict[str, Any] = {}
+        self.takes_run_kwargs = False
+        for param in signature.parameters.values():
+            if param.kind is param.VAR_KEYWORD:
+                self.takes_run_kwargs = True
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.POSITIONAL_ONLY):
+                raise TypeError(f"tool {self.name!r}: parameter {param.name!r} must be passable by name")
+            if param.name not in hints:
+                raise TypeError(f"tool {self.name!r}: annotate parameter {param.name!r} so the model knows its type")
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (hints[param.name], default)
+        self._arguments: type[BaseModel] = create_model(
+            f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        self.parameters: dict[str, Any] = _strip_titles(self._arguments.model_json_schema())
+
+    def schema(self) -> dict[str, Any]:
+        """``{"name", "description", "parameters"}``: what a provider needs to offer the tool."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def parse_arguments(self, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+        """Validate what the model sent; ``ToolArgumentsError`` says what is wrong in words a model can use."""
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ToolArgumentsError(f"the arguments of {self.name} are not valid JSON: {exc}") from exc
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise ToolArgumentsError(f"the arguments of {self.name} must be a JSON object, got {arguments!r:.60}")
+        try:
+            parsed = self._arguments.model_validate(dict(arguments))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            raise ToolArgumentsError(f"invalid arguments for {self.name}: {problems}") from exc
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    async def invoke(self, arguments: Mapping[str, Any] | str | None, **run_kwargs: Any) -> Any:
+        """Run the tool on the model's arguments (``run_kwargs`` reach a ``**kwargs`` parameter)."""
+        values = self.parse_arguments(arguments)
+        if self.takes_run_kwargs:
+            values.update({k: v for k, v in run_kwargs.items() if k not in values})
+        result = self.fn(**values)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def __repr__(self) -> str:
+        return f"FunctionTool({self.name!r})"
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
+    """Make a ``FunctionTool``: ``@tool`` or ``@tool(name=..., description=...)``."""
+    if fn is None:
+        return lambda f: FunctionTool(f, name=name, description=description)
+    return FunctionTool(fn, name=name, description=description)
+
+
+def as_tools(items: Iterable[Callable[..., Any] | FunctionTool]) -> list[FunctionTool]:
+    """Functions and tools as tools; two with one name are an error."""
+    tools = [t if isinstance(t, FunctionTool) else FunctionTool(t) for t in items]
+    names = [t.name for t in tools]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"two tools are named {', '.join(map(repr, twice))}; pass name='...' to tell them apart")
+    return tools
