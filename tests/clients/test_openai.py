@@ -196,7 +196,7 @@ def test_the_key_never_appears_in_a_repr(monkeypatch):
 
 
 def test_no_key_is_a_clear_error_unless_the_server_is_local():
-    with pytest.raises(UsageError, match="has no API key: pass api_key=..., set OPENAI_API_KEY"):
+    with pytest.raises(UsageError, match=r"has no API key: pass api_key=\.\.\., set OPENAI_API_KEY"):
         _ = OpenAIChatClient("gpt-test").sdk
     assert OpenAIChatClient("local", base_url="http://127.0.0.1:1/v1").sdk.api_key == "not-needed"
 

@@ -1,0 +1,196 @@
+"""History providers: real SQLite files, sessions isolated, restarts survived, failures store nothing."""
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from agent_nb import (
+    AgentSession,
+    ChatAgent,
+    EchoChatClient,
+    FunctionCallContent,
+    FunctionChatClient,
+    FunctionResultContent,
+    InMemoryHistoryProvider,
+    Message,
+    MirrorChatClient,
+    ModelError,
+    ScriptedChatClient,
+    SQLiteHistoryProvider,
+)
+
+TURN = [
+    Message("user", "hello"),
+    Message("assistant", [FunctionCallContent(call_id="c1", name="f", arguments={"x": 1})], author_name="a"),
+    Message("tool", [FunctionResultContent(call_id="c1", result=[1, 2])], author_name="a"),
+    Message("assistant", "done", author_name="a"),
+]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def provider(request, tmp_path):
+    if request.param == "memory":
+        yield InMemoryHistoryProvider()
+    else:
+        with SQLiteHistoryProvider(tmp_path / "history.sqlite") as p:
+            yield p
+
+
+async def test_save_then_load_returns_the_same_messages(provider):
+    session = AgentSession()
+    assert await provider.load(session) == []
+    await provider.save(session, TURN[:2])
+    await provider.save(session, TURN[2:])
+    assert await provider.load(session) == TURN
+    await provider.save(session, [])
+    assert await provider.load(session) == TURN
+
+
+async def test_sessions_are_isolated(provider):
+    a, b = AgentSession(), AgentSession()
+    await provider.save(a, [Message("user", "for a")])
+    await provider.save(b, [Message("user", "for b")])
+    assert [m.text for m in await provider.load(a)] == ["for a"]
+    assert [m.text for m in await provider.load(b)] == ["for b"]
+
+
+async def test_in_memory_history_travels_with_the_session():
+    provider = InMemoryHistoryProvider()
+    session = AgentSession()
+    await provider.save(session, TURN)
+    restored = AgentSession.from_dict(json.loads(json.dumps(session.to_dict())))
+    assert await InMemoryHistoryProvider().load(restored) == TURN
+
+
+async def test_in_memory_history_replaces_its_list_on_save():
+    provider, session = InMemoryHistoryProvider(), AgentSession()
+    await provider.save(session, TURN[:1])
+    before = session.state["history"]
+    await provider.save(session, TURN[1:])
+    assert len(before) == 1 and session.state["history"] is not before  # a snapshot of the state stays valid
+
+
+async def test_sqlite_uses_wal_and_survives_a_restart(tmp_path):
+    path = tmp_path / "chats.sqlite"
+    session = AgentSession("s-1")
+    with SQLiteHistoryProvider(path) as provider:
+        await provider.save(session, TURN)
+    code = textwrap.dedent(
+        f"""
+        import asyncio
+        from agent_nb import AgentSession, SQLiteHistoryProvider, Message
+        p = SQLiteHistoryProvider({str(path)!r})
+        s = AgentSession("s-1")
+        msgs = asyncio.run(p.load(s))
+        asyncio.run(p.save(s, [Message("user", "from another process")]))
+        print(len(msgs), msgs[1].contents[0].name)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["4", "f"]
+    with SQLiteHistoryProvider(path) as again:
+        assert [m.text for m in await again.load(session)][-1] == "from another process"
+        assert again.sessions() == ["s-1"]
+        assert again.delete("s-1") == 5 and await again.load(session) == []
+    (mode,) = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()
+    assert mode == "wal"
+
+
+async def test_sqlite_one_transaction_per_turn(tmp_path):
+    path = tmp_path / "h.sqlite"
+    provider = SQLiteHistoryProvider(path)
+    session = AgentSession()
+    await provider.save(session, [Message("user", "kept")])
+    sqlite3.connect(path, isolation_level=None).execute(  # the disk refuses the second row of the next turn
+        "CREATE TRIGGER refuse BEFORE INSERT ON agent_nb_messages WHEN NEW.message LIKE '%refused%' "
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
+    with pytest.raises(sqlite3.IntegrityError, match="disk says no"):
+        await provider.save(session, [Message("user", "first of the turn"), Message("user", "refused")])
+    assert [m.text for m in await provider.load(session)] == ["kept"]  # the first row was rolled back too
+
+
+async def test_a_corrupt_history_is_a_clear_error(tmp_path):
+    path = tmp_path / "h.sqlite"
+    provider = SQLiteHistoryProvider(path)
+    session = AgentSession("s")
+    await provider.save(session, [Message("user", "ok")])
+    sqlite3.connect(path, isolation_level=None).execute('UPDATE agent_nb_messages SET message = \'{"role": "robot"}\'')
+    with pytest.raises(ValueError, match=r"stored history of session 's' cannot be read as messages"):
+        await provider.load(session)
+
+
+# -- the five steps, through ChatAgent ---------------------------------------------------
+
+
+async def test_an_agent_with_history_remembers_the_conversation(provider):
+    agent = ChatAgent(MirrorChatClient(), name="mirror", instructions="Be brief.", history=provider)
+    session = agent.create_session()
+    await agent.run("first question", session=session)
+    r = await agent.run("second question", session=session)
+    assert r.text.startswith("I see 4 messages: system")  # instructions, turn 1 (2 messages), the new input
+    stored = await provider.load(session)
+    assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]  # instructions are not stored
+    assert stored[1].author_name == "mirror"
+
+
+async def test_a_failed_turn_stores_nothing_and_says_so(provider):
+    agent = ChatAgent(ScriptedChatClient(["fine"]), name="a", history=provider)
+    session = agent.create_session()
+    await agent.run("one", session=session)
+    before = await provider.load(session)
+    with pytest.raises(ModelError) as info:
+        await agent.run("two", session=session)
+    message = str(info.value) + "".join(getattr(info.value, "__notes__", []))
+    assert f"nothing of this turn was stored: the history of session {session.session_id!r} is as it was" in message
+    assert await provider.load(session) == before
+
+
+async def test_a_failing_client_is_wrapped_with_the_cause(provider):
+    def broken(messages, options):
+        raise ConnectionResetError("peer went away")
+
+    agent = ChatAgent(FunctionChatClient(broken), name="a", history=provider)
+    session = agent.create_session()
+    with pytest.raises(
+        ModelError, match=r"agent 'a' could not finish its turn \(ConnectionResetError: peer went away\)"
+    ) as info:
+        await agent.run("hi", session=session)
+    assert isinstance(info.value.__cause__, ConnectionResetError)
+    assert await provider.load(session) == []
+
+
+async def test_a_cancelled_turn_stores_nothing(provider):
+    gate = asyncio.Event()
+
+    async def slow(messages, options):
+        await gate.wait()
+        return "late"
+
+    agent = ChatAgent(FunctionChatClient(slow), name="a", history=provider)
+    session = agent.create_session()
+    task = asyncio.ensure_future(agent.run("hi", session=session))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await provider.load(session) == []
+
+
+async def test_a_stream_left_early_stores_nothing(provider):
+    agent = ChatAgent(EchoChatClient(), name="a", history=provider)
+    session = agent.create_session()
+    stream = agent.run("one two three", session=session, stream=True)
+    async for _ in stream:
+        break
+    await stream.aclose()
+    assert await provider.load(session) == []
+    async for _ in agent.run("one two three", session=session, stream=True):
+        pass
+    assert [m.text for m in await provider.load(session)] == ["one two three", "one two three"]

@@ -1,0 +1,255 @@
+import pytest
+
+from agent_nb import (
+    AgentSession,
+    AllAttemptsFailed,
+    Capabilities,
+    ChatAgent,
+    ChatResponseUpdate,
+    DataContent,
+    EchoChatClient,
+    FallbackChatClient,
+    FunctionCallContent,
+    FunctionChatClient,
+    FunctionResultContent,
+    InMemoryHistoryProvider,
+    Message,
+    MirrorChatClient,
+    ModelBadRequest,
+    ModelTimeout,
+    RouteIncompatibleError,
+    RouteNotFoundError,
+    RoutingChatClient,
+    ServiceManagedHistoryError,
+    check_history,
+    repair_history,
+)
+
+CALL = Message(
+    "assistant",
+    [FunctionCallContent(call_id="toolu_01A", name="weather", arguments={"city": "Lisbon"})],
+    author_name="a",
+)
+RESULT = Message("tool", [FunctionResultContent(call_id="toolu_01A", result=18)], author_name="a")
+
+
+def router(**kw):
+    return RoutingChatClient({"echo": EchoChatClient(), "mirror": MirrorChatClient()}, **kw)
+
+
+# -- the session's route ---------------------------------------------------------------
+
+
+def test_active_route_is_the_sessions_else_the_default_else_the_first():
+    r = router()
+    s = AgentSession()
+    assert r.get_active_route(s) == "echo" and r.get_active_route() == "echo"
+    assert router(default_route="mirror").get_active_route(s) == "mirror"
+    r.set_active_route(s, "mirror")
+    assert r.get_active_route(s) == "mirror" and s.state == {"routes": {"router": "mirror"}}
+    assert r.get_active_route(AgentSession()) == "echo"  # sessions never share a route by accident
+
+
+def test_an_unknown_route_lists_the_routes_and_leaves_the_session_unchanged():
+    r, s = router(), AgentSession()
+    r.set_active_route(s, "mirror")
+    with pytest.raises(
+        RouteNotFoundError, match=r"no route 'miror' \(routes: echo, mirror\); did you mean 'mirror'\?"
+    ) as info:
+        r.set_active_route(s, "miror")
+    assert isinstance(info.value, KeyError) and info.value.routes == ("echo", "mirror")
+    assert r.get_active_route(s) == "mirror"
+    with pytest.raises(RouteNotFoundError):
+        router(default_route="nope")
+
+
+def test_the_route_persists_with_the_session():
+    r, s = router(), AgentSession()
+    r.set_active_route(s, "mirror")
+    assert r.get_active_route(AgentSession.from_dict(s.to_dict())) == "mirror"
+
+
+async def test_a_removed_route_is_a_clear_error_on_the_next_turn():
+    r = router()
+    agent = ChatAgent(r, name="a", history=InMemoryHistoryProvider())
+    s = agent.create_session()
+    r.set_active_route(s, "mirror")
+    r.remove_route("mirror")
+    with pytest.raises(RouteNotFoundError, match=r"is on route 'mirror', which router 'router' no longer has"):
+        await agent.run("hi", session=s)
+    r.add_route("mirror", MirrorChatClient())
+    assert (await agent.run("hi", session=s)).route == "mirror"
+
+
+def test_routes_must_be_caller_managed_and_distinct():
+    with pytest.raises(ServiceManagedHistoryError, match=r"route 'stored'.*keeps its conversation on the service"):
+        RoutingChatClient({"stored": EchoChatClient(history_mode="service")})
+    r = router()
+    with pytest.raises(ValueError, match="already has a route 'echo'"):
+        r.add_route("echo", EchoChatClient())
+    with pytest.raises(ValueError, match="at least one route"):
+        RoutingChatClient({})
+
+
+async def test_switching_mid_conversation_keeps_the_whole_history():
+    r = router()
+    agent = ChatAgent(r, name="a", instructions="Be brief.", history=InMemoryHistoryProvider())
+    s = agent.create_session()
+    first = await agent.run("turn one", session=s)
+    second = await agent.run("turn two", session=s)
+    r.set_active_route(s, "mirror")
+    third = await agent.run("turn three", session=s)
+    assert (first.route, second.route, third.route) == ("echo", "echo", "mirror")
+    assert third.text.startswith("I see 6 messages: system")
+    assert 'user "turn one"' in third.text and 'user "turn three"' in third.text
+
+
+async def test_select_chooses_per_request():
+    def by_length(messages, options, session):
+        return "mirror" if len(messages[-1].text) > 10 else None
+
+    agent = ChatAgent(router(select=by_length), name="a")
+    assert (await agent.run("short")).route == "echo"
+    assert (await agent.run("a much longer question")).route == "mirror"
+
+
+async def test_streaming_through_a_router_records_the_route():
+    agent = ChatAgent(router(default_route="mirror"), name="a")
+    updates = [u async for u in agent.run("hi", stream=True)]
+    assert {u.route for u in updates} == {"mirror"}
+
+
+# -- portability -----------------------------------------------------------------------
+
+
+def test_pairing_rules():
+    caps = Capabilities()
+    assert check_history([Message("user", "q"), CALL, RESULT, Message("assistant", "18")], caps) == []
+    orphan = check_history([Message("user", "q"), RESULT], caps)
+    assert [(p.index, p.kind) for p in orphan] == [(1, "orphan_result")]
+    interrupted = check_history([CALL, Message("user", "never mind"), RESULT], caps)
+    assert [(p.index, p.kind) for p in interrupted] == [(0, "unanswered_call"), (2, "orphan_result")]
+    assert [p.kind for p in check_history([Message("user", "q"), CALL], caps)] == ["unanswered_call"]
+    assert check_history([Message("user", "q"), CALL], Capabilities(trailing_tool_call=True)) == []
+
+
+def test_capability_checks():
+    image = Message("user", ["look", DataContent(data=b"x", media_type="image/png")])
+    problems = check_history(
+        [Message("system", "s"), image, CALL, RESULT],
+        Capabilities(tool_calls=False, images=False, system_messages=False, context_window=5),
+    )
+    assert [p.kind for p in problems] == ["system", "images", "tools", "tools", "context"]
+    ids = check_history([CALL, RESULT], Capabilities(call_id_pattern=r"[a-zA-Z0-9]{9}"))
+    assert [p.kind for p in ids] == ["call_id", "call_id"]
+
+
+async def test_an_incompatible_history_is_refused_naming_the_messages():
+    strict = RoutingChatClient({"plain": MirrorChatClient(capabilities=Capabilities(tool_calls=False))})
+    history = InMemoryHistoryProvider()
+    agent = ChatAgent(strict, name="a", history=history)
+    s = agent.create_session()
+    await history.save(s, [Message("user", "weather?"), CALL, RESULT, Message("assistant", "18C", author_name="a")])
+    with pytest.raises(RouteIncompatibleError) as info:
+        await agent.run("and tomorrow?", session=s)
+    text = str(info.value)
+    assert "route 'plain' would reject this conversation (2 problems)" in text
+    assert 'message 1: assistant from a "function_call": a tool exchange, but this route has no tools' in text
+    assert "history_policy='repair'" in text and "Nothing was sent" in text
+    assert [p.index for p in info.value.problems] == [1, 2]
+    assert len(await history.load(s)) == 4
+
+
+async def test_repair_renders_tool_work_as_text_and_records_it():
+    repairing = RoutingChatClient(
+        {"plain": MirrorChatClient(capabilities=Capabilities(tool_calls=False))}, history_policy="repair"
+    )
+    history = InMemoryHistoryProvider()
+    agent = ChatAgent(repairing, name="a", history=history)
+    s = agent.create_session()
+    await history.save(s, [Message("user", "weather?"), CALL, RESULT])
+    r = await agent.run("thanks", session=s)
+    assert r.repairs == ("rendered 2 tool messages as text (the route has no tools)",)
+    assert 'assistant from a "[called weather({"city": "Lisbon"})]"' in r.text
+    assert 'user from a "[toolu_01A returned 18]"' in r.text
+    assert len(await history.load(s)) == 5  # the stored history keeps the real tool messages
+
+
+def test_repairs_drop_orphans_and_renumber_ids():
+    fixed, notes = repair_history([Message("user", "q"), RESULT, CALL, Message("user", "next")], Capabilities())
+    assert [m.role for m in fixed] == ["user", "user"] and "dropped 2" in notes[0]
+    caps = Capabilities(call_id_pattern=r"[a-zA-Z0-9]{9}")
+    fixed, notes = repair_history([Message("user", "q"), CALL, RESULT], caps)
+    assert check_history(fixed, caps) == []
+    assert fixed[1].contents[0].call_id == fixed[2].contents[0].call_id == "c00000001"
+    assert notes == ["renumbered 1 tool-call id to match '[a-zA-Z0-9]{9}'"]
+    fixed, notes = repair_history(
+        [Message("system", "Be brief."), Message("user", "q")], Capabilities(system_messages=False)
+    )
+    assert (
+        fixed[0] == Message("user", "[system] Be brief.")
+        and check_history(fixed, Capabilities(system_messages=False)) == []
+    )
+
+
+async def test_too_long_for_the_route_cannot_be_repaired():
+    tiny = RoutingChatClient(
+        {"tiny": EchoChatClient(capabilities=Capabilities(context_window=3))}, history_policy="repair"
+    )
+    with pytest.raises(RouteIncompatibleError, match=r"(?s)more than this route's 3.*shorten the conversation"):
+        await ChatAgent(tiny, name="a").run("a question that is far too long for three tokens")
+
+
+# -- fallback --------------------------------------------------------------------------
+
+
+def failing(error):
+    def fn(messages, options):
+        raise error
+
+    return FunctionChatClient(fn)
+
+
+async def test_fallback_tries_the_next_on_retryable_errors_only():
+    fb = FallbackChatClient(failing(ModelTimeout("slow")), EchoChatClient())
+    assert (await fb.get_response([Message("user", "hi")])).text == "hi"
+    with pytest.raises(ModelBadRequest):
+        await FallbackChatClient(failing(ModelBadRequest("no")), EchoChatClient()).get_response([Message("user", "hi")])
+    custom = FallbackChatClient(failing(KeyError("x")), EchoChatClient(), retry_on=(KeyError,))
+    assert (await custom.get_response([Message("user", "hi")])).text == "hi"
+
+
+async def test_all_failed_is_an_exception_group_of_every_attempt():
+    fb = FallbackChatClient(failing(ModelTimeout("one")), failing(ConnectionError("two")))
+    with pytest.raises(AllAttemptsFailed) as info:
+        await fb.get_response([Message("user", "hi")])
+    assert [type(e) for e in info.value.exceptions] == [ModelTimeout, ConnectionError]
+    assert "all 2 clients failed (0: ModelTimeout: one; 1: ConnectionError: two)" in str(info.value)
+    assert isinstance(info.value, BaseExceptionGroup)  # noqa: F821 - builtin on 3.11+
+
+
+async def test_a_stream_never_switches_after_output_was_shown():
+    class Dies(EchoChatClient):
+        async def get_streaming_response(self, messages, options=None, *, session=None):
+            yield ChatResponseUpdate(["partial"])
+            raise ModelTimeout("mid-stream")
+
+    fb = FallbackChatClient(Dies(), EchoChatClient())
+    seen = []
+    with pytest.raises(ModelTimeout, match="mid-stream"):
+        async for u in fb.get_streaming_response([Message("user", "hi")]):
+            seen.append(u.text)
+    assert seen == ["partial"]
+    early = FallbackChatClient(failing(ModelTimeout("before")), EchoChatClient())
+    assert "".join([u.text async for u in early.get_streaming_response([Message("user", "one two")])]) == "one two"
+
+
+def test_fallback_declares_what_every_client_accepts():
+    fb = FallbackChatClient(
+        EchoChatClient(capabilities=Capabilities(images=False, context_window=100)), EchoChatClient()
+    )
+    assert fb.capabilities.images is False and fb.capabilities.context_window == 100
+    with pytest.raises(ServiceManagedHistoryError):
+        FallbackChatClient(EchoChatClient(), EchoChatClient(history_mode="service"))
+    with pytest.raises(ValueError, match="at least one fallback"):
+        FallbackChatClient(EchoChatClient())
