@@ -7,7 +7,8 @@ function tools. With a history provider one turn is exactly:
 1. the provider loads the session's conversation;
 2. the agent puts it before this turn's input (after its instructions);
 3. the client — a ``RoutingChatClient`` picks the session's route — gets the whole request;
-4. tool calls are run and answered, round after round, up to ``max_tool_rounds``;
+4. tool calls are run and answered, round after round, up to ``max_tool_rounds`` (a forced
+   ``tool_choice`` holds for the first round only, so the model can then answer);
 5. the provider saves the turn's new messages, only once the turn succeeded.
 """
 
@@ -193,6 +194,11 @@ class _Turn:
         results = await asyncio.gather(*(one(c) for c in calls))
         return Message("tool", list(results), author_name=self.agent.name)
 
+    def _after_tool_round(self) -> None:
+        """A forced tool choice applies to the first round only; after it the model may answer."""
+        if self.options.get("tool_choice") not in (None, "auto", "none"):
+            self.options = {**self.options, "tool_choice": "auto"}
+
     def _too_many_rounds(self) -> ToolRoundsExceeded:
         n = self.agent.max_tool_rounds
         return ToolRoundsExceeded(
@@ -242,6 +248,7 @@ class _Turn:
                 if round_ == self.agent.max_tool_rounds:
                     raise self._too_many_rounds()
                 self.produced.append(await self._answer(calls))
+                self._after_tool_round()
             await self._save()
         except Exception as exc:
             error = self._failed(exc)
@@ -283,6 +290,7 @@ class _Turn:
                     raise self._too_many_rounds()
                 answer = await self._answer(calls)
                 self.produced.append(answer)
+                self._after_tool_round()
                 yield AgentResponseUpdate(answer.contents, role="tool", author_name=name)
             await self._save()
         except Exception as exc:

@@ -164,3 +164,10 @@ async def test_streaming_with_tools_yields_calls_results_and_text():
     assert kinds[0] == ("assistant", ["function_call"])
     assert ("tool", ["function_result"]) in kinds
     assert "".join(u.text for u in updates if u.role == "assistant") == "Porto is 18C."
+
+
+async def test_a_forced_tool_choice_holds_for_the_first_round_only():
+    client = ScriptedChatClient([call("c1", "weather", city="Faro"), "Faro: 18C."])
+    agent = ChatAgent(client, name="w", tools=[weather], options={"tool_choice": "required"})
+    await agent.run("go")
+    assert [options["tool_choice"] for _, options in client.requests] == ["required", "auto"]

@@ -72,7 +72,11 @@ def _arguments(raw: str | None) -> dict[str, Any] | str:
 
 
 def _arguments_json(call: FunctionCallContent) -> str:
-    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+    if not isinstance(call.arguments, str):
+        return json.dumps(call.arguments)
+    # A model's broken arguments (cut off, not JSON) were answered with an error already; servers
+    # that parse the history would refuse the whole request over them, so they travel as {}.
+    return call.arguments if isinstance(_arguments(call.arguments), dict) else "{}"
 
 
 def _result_text(result: FunctionResultContent) -> str:
@@ -150,6 +154,17 @@ class _OpenAIClient:
                 kwargs["timeout"] = self._timeout
             self._client = openai.AsyncOpenAI(**kwargs)
         return self._client
+
+    async def aclose(self) -> None:
+        """Close the connections of the SDK client (also one passed in as ``client=``)."""
+        if self._client is not None:
+            await self._client.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def _check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         for key in options:
@@ -447,7 +462,7 @@ class OpenAIResponsesClient(_OpenAIClient):
 
 
 def _response_items(m: Message) -> list[dict[str, Any]]:
-    """One message as Responses API input items."""
+    """One message as Responses API input items (``type`` always given: some servers insist)."""
     items: list[dict[str, Any]] = []
     if m.role == "tool":
         return [
@@ -457,7 +472,7 @@ def _response_items(m: Message) -> list[dict[str, Any]]:
         ]
     if m.role == "assistant":
         if m.text:
-            items.append({"role": "assistant", "content": m.text})
+            items.append({"type": "message", "role": "assistant", "content": m.text})
         items.extend(
             {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": _arguments_json(c)}
             for c in m.contents
@@ -472,7 +487,7 @@ def _response_items(m: Message) -> list[dict[str, Any]]:
         else:
             text = c.text if c.type == "text" else getattr(tool_work_as_text(c), "text", f"[{c.type}]")
             parts.append({"type": "input_text", "text": text})
-    return [{"role": m.role, "content": parts}]
+    return [{"type": "message", "role": m.role, "content": parts}]
 
 
 def _output_contents(item: Any) -> list[Any]:

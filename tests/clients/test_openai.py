@@ -226,13 +226,13 @@ async def test_responses_payload_and_parsing():
         "max_output_tokens": 30,
         "store": False,
         "input": [
-            {"role": "system", "content": [{"type": "input_text", "text": "Be brief."}]},
-            {"role": "user", "content": [
+            {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "Be brief."}]},
+            {"type": "message", "role": "user", "content": [
                 {"type": "input_text", "text": "What is the weather?"},
                 {"type": "input_image", "image_url": "data:image/png;base64,iVBORw=="}]},
             {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": '{"city": "Lisbon"}'},
             {"type": "function_call_output", "call_id": "call_1", "output": '{"temp": 18}'},
-            {"role": "user", "content": [{"type": "input_text", "text": "Thanks"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Thanks"}]},
         ],
     }  # fmt: skip
     assert [c.type for c in r.messages[0].contents] == ["text", "function_call"]
@@ -280,7 +280,9 @@ async def test_stored_responses_are_service_managed_and_refused_as_routes():
     )
     second = server.body()
     assert second["previous_response_id"] == "resp_a" and second["store"] is True
-    assert second["input"] == [{"role": "user", "content": [{"type": "input_text", "text": "second"}]}]
+    assert second["input"] == [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "second"}]}
+    ]
     with pytest.raises(ServiceManagedHistoryError, match=r"store=False.*import_conversation"):
         RoutingChatClient({"stored": stored})
 
@@ -321,3 +323,10 @@ async def test_a_chat_agent_runs_a_tool_round_trip_over_the_api():
     second = server.body(1)["messages"]
     assert second[-2]["tool_calls"][0]["id"] == "call_5"
     assert second[-1] == {"role": "tool", "tool_call_id": "call_5", "content": "18C in Braga"}
+
+
+async def test_broken_call_arguments_travel_as_an_empty_object():
+    server = Server(completion())
+    broken = Message("assistant", [FunctionCallContent(call_id="c1", name="f", arguments='{"cut off')])
+    await OpenAIChatClient("m", client=server.sdk()).get_response([Message("user", "q"), broken])
+    assert server.body()["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{}"

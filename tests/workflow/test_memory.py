@@ -2,7 +2,7 @@
 
 import gc
 
-from conftest import RecordingAgent
+from doubles import RecordingAgent
 
 from agent_nb import AgentExecutor, Message, WorkflowBuilder
 

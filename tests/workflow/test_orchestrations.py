@@ -1,5 +1,5 @@
 import pytest
-from conftest import RecordingAgent
+from doubles import RecordingAgent
 
 from agent_nb import AgentExecutor, SequentialBuilder
 

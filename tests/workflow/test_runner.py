@@ -5,7 +5,7 @@ import textwrap
 from typing import ClassVar
 
 import pytest
-from conftest import RecordingAgent
+from doubles import RecordingAgent
 
 from agent_nb import (
     AgentExecutor,
