@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test lint notebooks bench clean
+.PHONY: demo test lint notebooks bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
@@ -35,6 +35,11 @@ notebooks: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/agent_nb_bench.py
+	$(BIN)/python bench/routing_bench.py
+
+bench-quick: $(VENV)/.installed
+	$(BIN)/python bench/agent_nb_bench.py --quick
+	$(BIN)/python bench/routing_bench.py --quick
 
 clean:
 	rm -rf $(VENV) demo.html

@@ -109,6 +109,15 @@ class ChatAgent:
         self.tools = as_tools(tools)
         self.max_tool_rounds = max_tool_rounds
         self._tools_by_name: dict[str, FunctionTool] = {t.name: t for t in self.tools}
+        self._system: Message | None = None
+
+    def _system_message(self) -> list[Message]:
+        """The instructions as a system message, the same object every turn (checks then see a known prefix)."""
+        if not self.instructions:
+            return []
+        if self._system is None or self._system.text != self.instructions:
+            self._system = Message("system", self.instructions)
+        return [self._system]
 
     def create_session(self) -> AgentSession:
         return AgentSession()
@@ -161,8 +170,7 @@ class _Turn:
     async def _request(self) -> list[Message]:
         agent = self.agent
         prior = await agent.history.load(self.session) if agent.history is not None and self.session else []
-        system = [Message("system", agent.instructions)] if agent.instructions else []
-        return [*system, *prior, *self.new]
+        return [*agent._system_message(), *prior, *self.new]
 
     def _own(self, messages: Sequence[Message]) -> list[Message]:
         name = self.agent.name

@@ -13,9 +13,11 @@ agent = ChatAgent(router, name="assistant", history=history)
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -29,9 +31,29 @@ __all__ = ["ChatHistoryProvider", "InMemoryHistoryProvider", "SQLiteHistoryProvi
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
+@contextmanager
+def _collector_waits() -> Iterator[None]:
+    """Hold the garbage collector back for one parse of a long history.
+
+    The parse allocates tens of thousands of objects in one pydantic call; each allocation
+    counts towards a collection that walks every live object. Nothing the parse builds can
+    form a cycle, so the collector may as well wait until it returns.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _parse(rows: Sequence[str]) -> list[Message]:
     """Stored JSON rows back to messages, in one pydantic call (much faster than one call a row)."""
-    return _MESSAGES.validate_json("[" + ",".join(rows) + "]") if rows else []
+    if not rows:
+        return []
+    with _collector_waits():
+        return _MESSAGES.validate_json("[" + ",".join(rows) + "]")
 
 
 @runtime_checkable
@@ -62,7 +84,8 @@ class InMemoryHistoryProvider:
         if cached is not None and cached[0] is stored:
             return list(cached[1])
         try:
-            messages = _MESSAGES.validate_python(stored)
+            with _collector_waits():
+                messages = _MESSAGES.validate_python(stored)
         except ValueError as exc:
             raise ValueError(
                 f"the history of session {session.session_id!r} under state[{self.key!r}] is not a list of "

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .clients.base import Capabilities
 from .messages import FunctionResultContent, Message, TextContent, estimate_tokens, shorten, tool_work_as_text
 
-__all__ = ["Problem", "check_history", "describe_message", "repair_history"]
+__all__ = ["HistoryScan", "Problem", "check_history", "describe_message", "repair_history"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +50,55 @@ def _is_image(content: object) -> bool:
     return getattr(content, "type", "") in ("data", "uri") and media.startswith("image/")
 
 
-def check_history(messages: Sequence[Message], capabilities: Capabilities) -> list[Problem]:
-    """Everything in ``messages`` a route with ``capabilities`` would reject (empty when it is fine)."""
-    caps = capabilities
-    problems: list[Problem] = []
-    open_calls: dict[str, int] = {}  # call id -> index of the assistant message that made it
-    pattern = re.compile(caps.call_id_pattern) if caps.call_id_pattern else None
+class HistoryScan:
+    """``check_history`` as a left-to-right scan that can be resumed: feed messages, then ``finish``.
 
-    def unanswered(reason: str) -> None:
-        for call_id, at in open_calls.items():
-            problems.append(Problem(at, "unanswered_call", f"tool call {call_id!r} has no result ({reason})", call_id))
-        open_calls.clear()
+    A router keeps the scan of a conversation it already checked, and feeds it only the
+    messages added since (``copy`` first to keep the original as it was).
+    """
 
-    for i, m in enumerate(messages):
+    __slots__ = ("_pattern", "caps", "count", "open_calls", "problems", "tokens")
+
+    def __init__(self, capabilities: Capabilities) -> None:
+        self.caps = capabilities
+        self._pattern = re.compile(capabilities.call_id_pattern) if capabilities.call_id_pattern else None
+        self.count = 0
+        self.tokens = 0
+        self.open_calls: dict[str, int] = {}  # call id -> index of the assistant message that made it
+        self.problems: list[Problem] = []
+
+    def copy(self) -> HistoryScan:
+        other = HistoryScan.__new__(HistoryScan)
+        other.caps, other._pattern, other.count, other.tokens = self.caps, self._pattern, self.count, self.tokens
+        other.open_calls, other.problems = dict(self.open_calls), list(self.problems)
+        return other
+
+    def _unanswered(self, reason: str) -> None:
+        for call_id, at in self.open_calls.items():
+            detail = f"tool call {call_id!r} has no result ({reason})"
+            self.problems.append(Problem(at, "unanswered_call", detail, call_id))
+        self.open_calls.clear()
+
+    def feed(self, messages: Sequence[Message]) -> HistoryScan:
+        caps, problems, open_calls = self.caps, self.problems, self.open_calls
+        count_tokens = caps.context_window is not None
+        for i, m in enumerate(messages, self.count):
+            role, contents = m.role, m.contents
+            if count_tokens:
+                self.tokens += estimate_tokens([m])
+            plain = (len(contents) == 1 and contents[0].type == "text") or all(c.type == "text" for c in contents)
+            if plain and role != "tool":  # the common case, checked fast
+                if role == "system" and not caps.system_messages:
+                    problems.append(Problem(i, "system", f"{describe_message(m)}: this route takes no system messages"))
+                if open_calls:
+                    self._unanswered(f"message {i} ({role}) comes before its result")
+                continue
+            self._feed_one(i, m)
+        self.count += len(messages)
+        return self
+
+    def _feed_one(self, i: int, m: Message) -> None:
+        caps, problems, open_calls = self.caps, self.problems, self.open_calls
         tool_work = [c for c in m.contents if c.type == "function_call" or c.type == "function_result"]
         if m.role == "system" and not caps.system_messages:
             problems.append(Problem(i, "system", f"{describe_message(m)}: this route takes no system messages"))
@@ -70,21 +106,14 @@ def check_history(messages: Sequence[Message], capabilities: Capabilities) -> li
             problems.append(Problem(i, "images", f"{describe_message(m)}: this route takes no images"))
         if not caps.tool_calls:
             if tool_work or m.role == "tool":
-                problems.append(
-                    Problem(i, "tools", f"{describe_message(m)}: a tool exchange, but this route has no tools")
-                )
-            continue
-        if pattern is not None:
+                detail = f"{describe_message(m)}: a tool exchange, but this route has no tools"
+                problems.append(Problem(i, "tools", detail))
+            return
+        if self._pattern is not None:
             for c in tool_work:
-                if not pattern.fullmatch(c.call_id):
-                    problems.append(
-                        Problem(
-                            i,
-                            "call_id",
-                            f"tool-call id {c.call_id!r} does not match {caps.call_id_pattern!r}",
-                            c.call_id,
-                        )
-                    )
+                if not self._pattern.fullmatch(c.call_id):
+                    detail = f"tool-call id {c.call_id!r} does not match {caps.call_id_pattern!r}"
+                    problems.append(Problem(i, "call_id", detail, c.call_id))
         if m.role == "tool":
             for result in m.contents:
                 if not isinstance(result, FunctionResultContent):
@@ -94,31 +123,37 @@ def check_history(messages: Sequence[Message], capabilities: Capabilities) -> li
                 else:
                     detail = f"tool result {result.call_id!r} answers no call just before it"
                     problems.append(Problem(i, "orphan_result", detail, result.call_id))
-            continue
+            return
         if open_calls:
-            unanswered(f"message {i} ({m.role}) comes before its result")
+            self._unanswered(f"message {i} ({m.role}) comes before its result")
         for c in tool_work:
             if c.type == "function_result":
-                problems.append(
-                    Problem(i, "orphan_result", f"tool result {c.call_id!r} is in a {m.role} message", c.call_id)
-                )
+                detail = f"tool result {c.call_id!r} is in a {m.role} message"
+                problems.append(Problem(i, "orphan_result", detail, c.call_id))
             elif m.role == "assistant":
                 open_calls[c.call_id] = i
             else:
-                problems.append(
-                    Problem(i, "unanswered_call", f"tool call {c.call_id!r} is in a {m.role} message", c.call_id)
-                )
-    if open_calls:
-        last = len(messages) - 1
-        if not (caps.trailing_tool_call and all(at == last for at in open_calls.values())):
-            unanswered("the conversation ends before its result")
-    if caps.context_window is not None:
-        tokens = estimate_tokens(messages)
-        if tokens > caps.context_window:
-            problems.append(
-                Problem(0, "context", f"about {tokens} tokens, more than this route's {caps.context_window}")
-            )
-    return problems
+                detail = f"tool call {c.call_id!r} is in a {m.role} message"
+                problems.append(Problem(i, "unanswered_call", detail, c.call_id))
+
+    def finish(self) -> list[Problem]:
+        """The problems of everything fed, including what only the end decides."""
+        if not self.open_calls and self.caps.context_window is None:
+            return list(self.problems)
+        end = self.copy()
+        if end.open_calls:
+            last = end.count - 1
+            if not (end.caps.trailing_tool_call and all(at == last for at in end.open_calls.values())):
+                end._unanswered("the conversation ends before its result")
+        window = end.caps.context_window
+        if window is not None and end.tokens > window:
+            end.problems.append(Problem(0, "context", f"about {end.tokens} tokens, more than this route's {window}"))
+        return end.problems
+
+
+def check_history(messages: Sequence[Message], capabilities: Capabilities) -> list[Problem]:
+    """Everything in ``messages`` a route with ``capabilities`` would reject (empty when it is fine)."""
+    return HistoryScan(capabilities).feed(messages).finish()
 
 
 _ID_FORMATS: tuple[Callable[[int], str], ...] = (

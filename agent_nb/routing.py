@@ -38,7 +38,7 @@ from .errors import (
     did_you_mean,
 )
 from .messages import ChatResponse, ChatResponseUpdate, Message
-from .portability import check_history, repair_history
+from .portability import HistoryScan, check_history, repair_history
 from .sessions import AgentSession
 
 __all__ = ["FallbackChatClient", "HistoryPolicy", "RoutingChatClient"]
@@ -46,6 +46,16 @@ __all__ = ["FallbackChatClient", "HistoryPolicy", "RoutingChatClient"]
 HistoryPolicy = Literal["strict", "repair"]
 Select = Callable[[Sequence[Message], Mapping[str, Any], AgentSession | None], str | None]
 _STATE_KEY = "routes"  # session.state["routes"][router name] = active route
+_KEPT_SCANS = 64
+
+
+class _Checked:
+    """A conversation a route's check already went through, kept so the next turn checks only what is new."""
+
+    __slots__ = ("caps", "messages", "route", "scan")
+
+    def __init__(self, route: str, caps: Capabilities, messages: list[Message], scan: HistoryScan) -> None:
+        self.route, self.caps, self.messages, self.scan = route, caps, messages, scan
 
 
 def _refuse_service_managed(what: str, client: object) -> None:
@@ -91,6 +101,7 @@ class RoutingChatClient:
         self.select = select
         self.history_policy: HistoryPolicy = history_policy
         self._routes: dict[str, ChatClient] = {}
+        self._checked: dict[str, _Checked] = {}  # session id -> its last checked request
         for route, client in routes.items():
             self.add_route(route, client)
         self.default_route = None if default_route is None else self._known(default_route)
@@ -169,11 +180,37 @@ class RoutingChatClient:
         route = self._known(route, session) if route is not None else self.get_active_route(session)
         return route, self._routes[route]
 
+    def _check(
+        self, route: str, caps: Capabilities, messages: Sequence[Message], session: AgentSession | None
+    ) -> HistoryScan:
+        """The scan of ``messages``; for a session's next turn only the new messages are scanned.
+
+        A conversation only grows, so the previous request is usually a prefix of this one;
+        comparing the two lists is a C-level pass (identical objects compare at once).
+        """
+        kept = self._checked.get(session.session_id) if session is not None else None
+        n = len(kept.messages) if kept is not None else 0
+        scan = None
+        if kept is not None and kept.route == route and kept.caps == caps and 0 < n <= len(messages):
+            prefix = messages[:n]
+            if (prefix if isinstance(prefix, list) else list(prefix)) == kept.messages:
+                scan = kept.scan.feed(messages[n:])  # in place: the kept scan is replaced by it below
+        if scan is None:
+            scan = HistoryScan(caps).feed(messages)
+        if session is not None:
+            if kept is not None:
+                kept.route, kept.caps, kept.messages, kept.scan = route, caps, list(messages), scan
+            else:
+                self._checked[session.session_id] = _Checked(route, caps, list(messages), scan)
+                if len(self._checked) > _KEPT_SCANS:  # the oldest session first
+                    del self._checked[next(iter(self._checked))]
+        return scan
+
     def _prepare(
-        self, route: str, client: ChatClient, messages: Sequence[Message]
+        self, route: str, client: ChatClient, messages: Sequence[Message], session: AgentSession | None
     ) -> tuple[Sequence[Message], list[str]]:
         caps = capabilities_of(client)
-        problems = check_history(messages, caps)
+        problems = self._check(route, caps, messages, session).finish()
         if not problems:
             return messages, []
         notes: list[str] = []
@@ -205,9 +242,9 @@ class RoutingChatClient:
     ) -> ChatResponse:
         options = options or {}
         route, client = self._choose(messages, options, session)
-        request, repairs = self._prepare(route, client, messages)
+        request, repairs = self._prepare(route, client, messages, session)
         response = await client.get_response(request, options, session=session)
-        return response.model_copy(update={"route": route, "repairs": tuple(repairs)})
+        return response.model_copy(update={"route": route, "repairs": tuple(repairs)} if repairs else {"route": route})
 
     async def get_streaming_response(
         self,
@@ -218,7 +255,7 @@ class RoutingChatClient:
     ) -> AsyncIterator[ChatResponseUpdate]:
         options = options or {}
         route, client = self._choose(messages, options, session)
-        request, _ = self._prepare(route, client, messages)
+        request, _ = self._prepare(route, client, messages, session)
         async for update in client.get_streaming_response(request, options, session=session):
             yield update.model_copy(update={"route": route})
 
