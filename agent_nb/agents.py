@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any, Protocol, runtime_checkable
 
 from .clients.base import ChatClient
-from .errors import AgentNbError, ModelError, ToolRoundsExceeded
+from .errors import AgentNbError, ModelError, ToolRoundsExceeded, UsageError
 from .history import ChatHistoryProvider
 from .messages import (
     AgentResponse,
@@ -147,7 +147,10 @@ class ChatAgent:
 
 
 class _Turn:
-    """One run of a ChatAgent: load, ask (and run tools), save."""
+    """One run of a ChatAgent: load, ask (and run tools), save.
+
+    The history is used only with a session: a run without one is stateless.
+    """
 
     def __init__(
         self,
@@ -159,40 +162,70 @@ class _Turn:
     ) -> None:
         self.agent = agent
         self.new = new
-        self.session = session if session is not None or agent.history is None else agent.create_session()
+        self.session = session
+        self.history = agent.history if session is not None else None
         options = {**agent.options, **client_kwargs} if client_kwargs else dict(agent.options)
         if agent.tools:
             options["tools"] = agent.tools
         self.options = options
         self.run_kwargs = dict(function_invocation_kwargs or {})
         self.produced: list[Message] = []
+        self.usage: Usage | None = None
+        self.last: ChatResponse | None = None
+
+    # -- the steps ------------------------------------------------------------------
 
     async def _request(self) -> list[Message]:
-        agent = self.agent
-        prior = await agent.history.load(self.session) if agent.history is not None and self.session else []
-        return [*agent._system_message(), *prior, *self.new]
+        """Steps 1 and 2: the stored conversation, then this turn's input, after the instructions."""
+        prior = await self.history.load(self.session) if self.history is not None and self.session else []
+        self._check_pending(prior)
+        return [*self.agent._system_message(), *prior, *self.new]
 
-    def _own(self, messages: Sequence[Message]) -> list[Message]:
+    def _check_pending(self, prior: list[Message]) -> None:
+        """Tool calls the last turn left for the caller must be answered before the conversation goes on."""
+        pending = _unanswered(prior)
+        if not pending:
+            return
+        answered = {c.call_id for m in self.new for c in m.contents if c.type == "function_result"}
+        missing = [c for c in pending if c.call_id not in answered]
+        if missing:
+            assert self.session is not None
+            calls = ", ".join(f"{c.name} ({c.call_id})" for c in missing)
+            raise UsageError(
+                f"agent {self.agent.name!r}: session {self.session.session_id!r} ends with tool calls nobody "
+                f"answered: {calls}. Send their results first: "
+                "Message('tool', [FunctionResultContent(call_id=..., result=...)]), or give the agent the tools"
+            )
+
+    def _record(self, response: ChatResponse) -> list[FunctionCallContent]:
+        """Keep a round's answer; the calls still to run (none when the agent has no tools)."""
+        self.last = response
+        if response.usage is not None:
+            self.usage = response.usage if self.usage is None else self.usage + response.usage
         name = self.agent.name
-        return [
+        self.produced.extend(
             m if m.author_name is not None else Message(m.role, m.contents, author_name=name, message_id=m.message_id)
-            for m in messages
-        ]
-
-    def _pending_calls(self, messages: Sequence[Message]) -> list[FunctionCallContent]:
+            for m in response.messages
+        )
         if not self.agent.tools:
             return []  # no tools of its own: calls go back to the caller as the answer
-        answered = {c.call_id for m in messages for c in m.contents if c.type == "function_result"}
-        return [c for m in messages for c in m.contents if c.type == "function_call" and c.call_id not in answered]
+        return _unanswered(self.produced, everywhere=True)
 
-    async def _answer(self, calls: list[FunctionCallContent]) -> Message:
+    async def _answer(self, calls: list[FunctionCallContent], round_: int) -> Message:
+        """Step 4: run the calls (concurrently) and answer them in one tool message."""
+        if round_ == self.agent.max_tool_rounds:
+            n = self.agent.max_tool_rounds
+            raise ToolRoundsExceeded(
+                f"agent {self.agent.name!r}: the model still called tools after {n} rounds (max_tool_rounds={n}); "
+                "raise max_tool_rounds if the task needs more, or check what the tools return"
+            )
+        tools = self.agent._tools_by_name
+
         async def one(call: FunctionCallContent) -> FunctionResultContent:
-            tool = self.agent._tools_by_name.get(call.name)
+            tool = tools.get(call.name)
             if tool is None:
-                known = ", ".join(self.agent._tools_by_name)
-                return FunctionResultContent(
-                    call_id=call.call_id, exception=f"there is no tool {call.name!r}; tools: {known}"
-                )
+                problem = f"there is no tool {call.name!r}; tools: {', '.join(tools)}"
+                return FunctionResultContent(call_id=call.call_id, exception=problem)
             try:
                 result = await tool.invoke(call.arguments, **self.run_kwargs)
             except Exception as exc:  # the model sees what went wrong and may try again
@@ -200,109 +233,115 @@ class _Turn:
             return FunctionResultContent(call_id=call.call_id, result=result)
 
         results = await asyncio.gather(*(one(c) for c in calls))
-        return Message("tool", list(results), author_name=self.agent.name)
-
-    def _after_tool_round(self) -> None:
-        """A forced tool choice applies to the first round only; after it the model may answer."""
         if self.options.get("tool_choice") not in (None, "auto", "none"):
-            self.options = {**self.options, "tool_choice": "auto"}
-
-    def _too_many_rounds(self) -> ToolRoundsExceeded:
-        n = self.agent.max_tool_rounds
-        return ToolRoundsExceeded(
-            f"agent {self.agent.name!r}: the model still called tools after {n} rounds (max_tool_rounds={n}); "
-            "raise max_tool_rounds if the task needs more, or check what the tools return"
-        )
+            self.options = {**self.options, "tool_choice": "auto"}  # forced for the first round only
+        answer = Message("tool", list(results), author_name=self.agent.name)
+        self.produced.append(answer)
+        return answer
 
     async def _save(self) -> None:
-        if self.agent.history is not None and self.session is not None:
-            await self.agent.history.save(self.session, [*self.new, *self.produced])
+        """Step 5, only once everything succeeded."""
+        if self.history is not None and self.session is not None:
+            await self.history.save(self.session, [*self.new, *self.produced])
 
-    def _failed(self, exc: Exception) -> Exception:
-        """The turn's error, saying that nothing was stored (the history is as it was)."""
-        if self.agent.history is None or self.session is None:
-            return exc
-        note = f"nothing of this turn was stored: the history of session {self.session.session_id!r} is as it was"
-        if isinstance(exc, AgentNbError):
-            if hasattr(exc, "add_note"):
-                exc.add_note(f"agent {self.agent.name!r}: {note}")
-            return exc
-        return ModelError(f"agent {self.agent.name!r} could not finish its turn ({type(exc).__name__}: {exc}); {note}")
+    def _model_error(self, exc: Exception) -> ModelError:
+        """A chat client's own exception, named as what it is: the model call failed."""
+        stored = ""
+        if self.history is not None and self.session is not None:
+            stored = (
+                f"; nothing of this turn was stored: the history of session {self.session.session_id!r} is as it was"
+            )
+        return ModelError(f"agent {self.agent.name!r}: the chat client failed ({type(exc).__name__}: {exc}){stored}")
 
-    def _response(self, usage: Usage | None, last: ChatResponse | None) -> AgentResponse:
+    def _note(self, exc: BaseException) -> None:
+        """Say on any failure (cancellation included) that the stored history is untouched."""
+        if self.history is not None and self.session is not None and hasattr(exc, "add_note"):
+            note = f"the history of session {self.session.session_id!r} is as it was"
+            if not any(note in n for n in getattr(exc, "__notes__", ())) and note not in str(exc):
+                exc.add_note(f"agent {self.agent.name!r}: nothing of this turn was stored: {note}")
+
+    def _response(self) -> AgentResponse:
+        last = self.last
         return AgentResponse(
             self.produced,
             response_id=last.response_id if last else None,
             model=last.model if last else None,
             route=last.route if last else None,
             repairs=last.repairs if last else (),
-            usage=usage,
+            usage=self.usage,
         )
+
+    # -- the two ways to run it -----------------------------------------------------
 
     async def respond(self) -> AgentResponse:
         try:
             request = await self._request()
-            usage: Usage | None = None
-            last: ChatResponse | None = None
             for round_ in range(self.agent.max_tool_rounds + 1):
-                last = await self.agent.client.get_response(
-                    [*request, *self.produced], self.options, session=self.session
-                )
-                usage = last.usage if usage is None else (usage + last.usage if last.usage else usage)
-                self.produced.extend(self._own(last.messages))
-                calls = self._pending_calls(self.produced)
+                try:
+                    response = await self.agent.client.get_response(
+                        [*request, *self.produced], self.options, session=self.session
+                    )
+                except AgentNbError:
+                    raise
+                except Exception as exc:
+                    raise self._model_error(exc) from exc
+                calls = self._record(response)
                 if not calls:
                     break
-                if round_ == self.agent.max_tool_rounds:
-                    raise self._too_many_rounds()
-                self.produced.append(await self._answer(calls))
-                self._after_tool_round()
+                await self._answer(calls, round_)
             await self._save()
-        except Exception as exc:
-            error = self._failed(exc)
-            if error is exc:
-                raise
-            raise error from exc
-        return self._response(usage, last)
+        except BaseException as exc:
+            self._note(exc)
+            raise
+        return self._response()
 
     async def stream(self) -> AsyncIterator[AgentResponseUpdate]:
         name = self.agent.name
         try:
             request = await self._request()
-            usage: Usage | None = None
-            last: ChatResponse | None = None
             for round_ in range(self.agent.max_tool_rounds + 1):
                 updates = []
-                stream = self.agent.client.get_streaming_response(
-                    [*request, *self.produced], self.options, session=self.session
-                )
-                async for update in stream:
-                    updates.append(update)
-                    yield AgentResponseUpdate(
-                        update.contents,
-                        role=update.role,
-                        author_name=update.author_name or name,
-                        message_id=update.message_id,
-                        response_id=update.response_id,
-                        model=update.model,
-                        route=update.route,
-                        usage=update.usage,
-                    )
-                last = ChatResponse.from_updates(updates)
-                usage = last.usage if usage is None else (usage + last.usage if last.usage else usage)
-                self.produced.extend(self._own(last.messages))
-                calls = self._pending_calls(self.produced)
+                try:
+                    async for update in self.agent.client.get_streaming_response(
+                        [*request, *self.produced], self.options, session=self.session
+                    ):
+                        updates.append(update)
+                        yield AgentResponseUpdate(
+                            update.contents,
+                            role=update.role,
+                            author_name=update.author_name or name,
+                            message_id=update.message_id,
+                            response_id=update.response_id,
+                            model=update.model,
+                            route=update.route,
+                            repairs=update.repairs,
+                            usage=update.usage,
+                        )
+                except AgentNbError:
+                    raise
+                except Exception as exc:
+                    raise self._model_error(exc) from exc
+                calls = self._record(ChatResponse.from_updates(updates))
                 if not calls:
                     break
-                if round_ == self.agent.max_tool_rounds:
-                    raise self._too_many_rounds()
-                answer = await self._answer(calls)
-                self.produced.append(answer)
-                self._after_tool_round()
+                answer = await self._answer(calls, round_)
                 yield AgentResponseUpdate(answer.contents, role="tool", author_name=name)
             await self._save()
-        except Exception as exc:
-            error = self._failed(exc)
-            if error is exc:
-                raise
-            raise error from exc
+        except BaseException as exc:
+            self._note(exc)
+            raise
+
+
+def _unanswered(messages: Sequence[Message], *, everywhere: bool = False) -> list[FunctionCallContent]:
+    """The tool calls without a result: after the last assistant message with calls (or anywhere)."""
+    answered = {c.call_id for m in messages for c in m.contents if c.type == "function_result"}
+    if everywhere:
+        scope: Sequence[Message] = messages
+    else:
+        last = max((i for i, m in enumerate(messages) if m.role == "assistant" and _calls(m)), default=-1)
+        scope = messages[last:] if last >= 0 else ()
+    return [c for m in scope for c in _calls(m) if c.call_id not in answered]
+
+
+def _calls(message: Message) -> list[FunctionCallContent]:
+    return [c for c in message.contents if isinstance(c, FunctionCallContent)]

@@ -65,23 +65,51 @@ class ChatHistoryProvider(Protocol):
     async def save(self, session: AgentSession, messages: Sequence[Message]) -> None: ...
 
 
+class _Parsed:
+    """The parsed messages of the last few sessions, so a turn does not re-read a whole history.
+
+    Loads also return the same message objects turn after turn, which lets a router see at
+    once that this turn's request extends the last one.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._entries: dict[str, tuple[Any, list[Message]]] = {}
+
+    def get(self, session_id: str) -> tuple[Any, list[Message]] | None:
+        entry = self._entries.pop(session_id, None)
+        if entry is not None:
+            self._entries[session_id] = entry  # most recently used last
+        return entry
+
+    def put(self, session_id: str, key: Any, messages: list[Message]) -> None:
+        self._entries.pop(session_id, None)
+        self._entries[session_id] = (key, messages)
+        while len(self._entries) > self.size:
+            del self._entries[next(iter(self._entries))]
+
+    def drop(self, session_id: str) -> None:
+        self._entries.pop(session_id, None)
+
+
 class InMemoryHistoryProvider:
     """History kept in the session's own state, so it travels with ``AgentSession.to_dict()``.
 
     Messages are stored as JSON-ready dicts under ``session.state[key]``; each save replaces
     the list rather than appending to it, so a state snapshot taken before a run stays valid.
+    Replace the list (do not edit its dicts in place) to change a stored history.
     """
 
     def __init__(self, key: str = "history") -> None:
         self.key = key
-        self._parsed: dict[str, tuple[list[Any], list[Message]]] = {}
+        self._parsed = _Parsed()
 
     async def load(self, session: AgentSession) -> list[Message]:
         stored = session.state.get(self.key)
         if not stored:
             return []
         cached = self._parsed.get(session.session_id)
-        if cached is not None and cached[0] is stored:
+        if cached is not None and cached[0] == stored:  # the same dicts compare at once
             return list(cached[1])
         try:
             with _collector_waits():
@@ -91,7 +119,7 @@ class InMemoryHistoryProvider:
                 f"the history of session {session.session_id!r} under state[{self.key!r}] is not a list of "
                 f"messages ({exc.__class__.__name__}); it was probably written by something else"
             ) from exc
-        self._remember(session, stored, messages)
+        self._parsed.put(session.session_id, list(stored), messages)
         return list(messages)
 
     async def save(self, session: AgentSession, messages: Sequence[Message]) -> None:
@@ -100,14 +128,7 @@ class InMemoryHistoryProvider:
         old = await self.load(session)
         stored = [*session.state.get(self.key, ()), *(m.model_dump(mode="json") for m in messages)]
         session.state[self.key] = stored
-        self._remember(session, stored, [*old, *messages])
-
-    def _remember(self, session: AgentSession, stored: list[Any], messages: list[Message]) -> None:
-        """Keep the parsed form of the last few sessions, so a turn does not re-read the whole history."""
-        self._parsed.pop(session.session_id, None)
-        self._parsed[session.session_id] = (stored, messages)
-        while len(self._parsed) > 64:
-            del self._parsed[next(iter(self._parsed))]
+        self._parsed.put(session.session_id, list(stored), [*old, *messages])
 
     def __repr__(self) -> str:
         return f"InMemoryHistoryProvider(key={self.key!r})"
@@ -116,18 +137,21 @@ class InMemoryHistoryProvider:
 class SQLiteHistoryProvider:
     """Durable history in one SQLite file: many sessions, each isolated, one transaction per turn.
 
-    The file uses write-ahead logging, so readers never block the writer, and it survives a
-    restart: a new provider on the same path sees every saved turn. Calls are short
-    and run on the event loop's thread; one provider may be shared by many agents.
+    The file uses write-ahead logging (readers never block the writer) with full sync, so a
+    committed turn survives a crash or a power cut, and a new provider on the same path (or
+    another process) sees every saved turn. Sessions are append-only: a load reads only the
+    rows added since this provider last read the session. Calls are short and run on the
+    event loop's thread; one provider may be shared by many agents.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._parsed = _Parsed()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS agent_nb_messages ("
                 " session_id TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL,"
@@ -135,17 +159,31 @@ class SQLiteHistoryProvider:
             )
 
     async def load(self, session: AgentSession) -> list[Message]:
+        sid = session.session_id
+        cached = self._parsed.get(sid)
+        known = cached[1] if cached is not None else []
         with self._lock:
-            rows = self._db.execute(
-                "SELECT message FROM agent_nb_messages WHERE session_id = ? ORDER BY seq", (session.session_id,)
-            ).fetchall()
-        try:
-            return _parse([r[0] for r in rows])
-        except ValueError as exc:
-            raise ValueError(
-                f"{self.path}: the stored history of session {session.session_id!r} cannot be read as messages "
-                f"({exc.__class__.__name__}); was the file written by another program?"
-            ) from exc
+            (count,) = self._db.execute(
+                "SELECT COUNT(*) FROM agent_nb_messages WHERE session_id = ?", (sid,)
+            ).fetchone()
+            if count < len(known):  # deleted elsewhere: start over
+                known = []
+            rows = []
+            if count > len(known):
+                rows = self._db.execute(
+                    "SELECT message FROM agent_nb_messages WHERE session_id = ? AND seq >= ? ORDER BY seq",
+                    (sid, len(known)),
+                ).fetchall()
+        if rows:
+            try:
+                known = [*known, *_parse([r[0] for r in rows])]
+            except ValueError as exc:
+                raise ValueError(
+                    f"{self.path}: the stored history of session {sid!r} cannot be read as messages "
+                    f"({exc.__class__.__name__}); was the file written by another program?"
+                ) from exc
+        self._parsed.put(sid, None, known)
+        return list(known)
 
     async def save(self, session: AgentSession, messages: Sequence[Message]) -> None:
         if not messages:
@@ -166,6 +204,9 @@ class SQLiteHistoryProvider:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+        cached = self._parsed.get(session.session_id)
+        if cached is not None and len(cached[1]) == last + 1:  # the cache was current: extend it
+            self._parsed.put(session.session_id, None, [*cached[1], *messages])
 
     def sessions(self) -> list[str]:
         """The ids of the sessions with stored history."""
@@ -175,6 +216,7 @@ class SQLiteHistoryProvider:
     def delete(self, session: AgentSession | str) -> int:
         """Forget one session's history; returns how many messages were removed."""
         session_id = session if isinstance(session, str) else session.session_id
+        self._parsed.drop(session_id)
         with self._lock:
             cursor = self._db.execute("DELETE FROM agent_nb_messages WHERE session_id = ?", (session_id,))
             return cursor.rowcount

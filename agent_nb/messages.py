@@ -175,17 +175,17 @@ def _to_contents(value: Any) -> Any:
 
 
 def tool_work_as_text(content: Any) -> Any:
-    """A function call or result as a text content (``[called f({...})]``, ``[c1 returned ...]``); others as they are.
+    """A function call or result as text (``[tool call c1: f({...})]``, ``[tool result c1: ...]``); others as they are.
 
     Used wherever a tool exchange must reach a model that cannot take it as such.
     """
     if content.type == "function_call":
         args = content.arguments if isinstance(content.arguments, str) else json.dumps(content.arguments)
-        return TextContent(f"[called {content.name}({args})]")
+        return TextContent(f"[tool call {content.call_id}: {content.name}({args})]")
     if content.type == "function_result":
         if content.exception:
-            return TextContent(f"[{content.call_id} raised {content.exception}]")
-        return TextContent(f"[{content.call_id} returned {json.dumps(content.result, default=str)}]")
+            return TextContent(f"[tool result {content.call_id}: error: {content.exception}]")
+        return TextContent(f"[tool result {content.call_id}: {json.dumps(content.result, default=str)}]")
     return content
 
 
@@ -282,6 +282,7 @@ class _Update(BaseModel):
     response_id: str | None = None
     model: str | None = None
     route: str | None = None
+    repairs: tuple[str, ...] = ()
     usage: Usage | None = None
 
     def __init__(self, contents: Any = _UNSET, /, **data: Any) -> None:
@@ -338,6 +339,7 @@ class _Response(BaseModel):
         contents: list[Any] = []
         usage: Usage | None = None
         response_id = model = route = None
+        repairs: tuple[str, ...] = ()
 
         def flush() -> None:
             if key is not None and contents:
@@ -358,11 +360,13 @@ class _Response(BaseModel):
             response_id = update.response_id or response_id
             model = update.model or model
             route = update.route or route
+            repairs = repairs + update.repairs
         flush()
         data.setdefault("usage", usage)
         data.setdefault("response_id", response_id)
         data.setdefault("model", model)
         data.setdefault("route", route)
+        data.setdefault("repairs", repairs)
         return cls(messages, **data)
 
     def __repr__(self) -> str:

@@ -30,9 +30,12 @@ class Problem:
     index: int
     """Position of the message in the request."""
     kind: str
-    """``orphan_result``, ``unanswered_call``, ``tools``, ``images``, ``system``, ``call_id`` or ``context``."""
+    """``orphan_result``, ``unanswered_call``, ``misplaced``, ``tools``, ``images``, ``system``, ``call_id``
+    or ``context``."""
     detail: str
     call_id: str | None = None
+    position: int | None = None
+    """Which content of the message, for problems about one content."""
 
     def __str__(self) -> str:
         return f"message {self.index}: {self.detail}"
@@ -64,7 +67,7 @@ class HistoryScan:
         self._pattern = re.compile(capabilities.call_id_pattern) if capabilities.call_id_pattern else None
         self.count = 0
         self.tokens = 0
-        self.open_calls: dict[str, int] = {}  # call id -> index of the assistant message that made it
+        self.open_calls: dict[str, tuple[int, int]] = {}  # call id -> (message, content) that made it
         self.problems: list[Problem] = []
 
     def copy(self) -> HistoryScan:
@@ -74,9 +77,9 @@ class HistoryScan:
         return other
 
     def _unanswered(self, reason: str) -> None:
-        for call_id, at in self.open_calls.items():
+        for call_id, (at, position) in self.open_calls.items():
             detail = f"tool call {call_id!r} has no result ({reason})"
-            self.problems.append(Problem(at, "unanswered_call", detail, call_id))
+            self.problems.append(Problem(at, "unanswered_call", detail, call_id, position))
         self.open_calls.clear()
 
     def feed(self, messages: Sequence[Message]) -> HistoryScan:
@@ -110,31 +113,37 @@ class HistoryScan:
                 problems.append(Problem(i, "tools", detail))
             return
         if self._pattern is not None:
-            for c in tool_work:
-                if not self._pattern.fullmatch(c.call_id):
-                    detail = f"tool-call id {c.call_id!r} does not match {caps.call_id_pattern!r}"
-                    problems.append(Problem(i, "call_id", detail, c.call_id))
+            for work in tool_work:
+                if not self._pattern.fullmatch(work.call_id):
+                    detail = f"tool-call id {work.call_id!r} does not match {caps.call_id_pattern!r}"
+                    problems.append(Problem(i, "call_id", detail, work.call_id))
         if m.role == "tool":
-            for result in m.contents:
-                if not isinstance(result, FunctionResultContent):
-                    continue
-                if result.call_id in open_calls:
-                    del open_calls[result.call_id]
+            for position, c in enumerate(m.contents):
+                if not isinstance(c, FunctionResultContent):
+                    detail = f"a {c.type} content in a tool message, where only tool results go"
+                    problems.append(Problem(i, "misplaced", detail, getattr(c, "call_id", None), position))
+                elif c.call_id in open_calls:
+                    del open_calls[c.call_id]
                 else:
-                    detail = f"tool result {result.call_id!r} answers no call just before it"
-                    problems.append(Problem(i, "orphan_result", detail, result.call_id))
+                    detail = f"tool result {c.call_id!r} answers no call just before it"
+                    problems.append(Problem(i, "orphan_result", detail, c.call_id, position))
             return
         if open_calls:
             self._unanswered(f"message {i} ({m.role}) comes before its result")
-        for c in tool_work:
+        for position, c in enumerate(m.contents):
             if c.type == "function_result":
                 detail = f"tool result {c.call_id!r} is in a {m.role} message"
-                problems.append(Problem(i, "orphan_result", detail, c.call_id))
-            elif m.role == "assistant":
-                open_calls[c.call_id] = i
-            else:
+                problems.append(Problem(i, "orphan_result", detail, c.call_id, position))
+            elif c.type != "function_call":
+                continue
+            elif m.role != "assistant":
                 detail = f"tool call {c.call_id!r} is in a {m.role} message"
-                problems.append(Problem(i, "unanswered_call", detail, c.call_id))
+                problems.append(Problem(i, "unanswered_call", detail, c.call_id, position))
+            elif c.call_id in open_calls:
+                detail = f"tool call id {c.call_id!r} is used twice in one message"
+                problems.append(Problem(i, "unanswered_call", detail, c.call_id, position))
+            else:
+                open_calls[c.call_id] = (i, position)
 
     def finish(self) -> list[Problem]:
         """The problems of everything fed, including what only the end decides."""
@@ -143,7 +152,7 @@ class HistoryScan:
         end = self.copy()
         if end.open_calls:
             last = end.count - 1
-            if not (end.caps.trailing_tool_call and all(at == last for at in end.open_calls.values())):
+            if not (end.caps.trailing_tool_call and all(at == last for at, _ in end.open_calls.values())):
                 end._unanswered("the conversation ends before its result")
         window = end.caps.context_window
         if window is not None and end.tokens > window:
@@ -190,10 +199,15 @@ def repair_history(messages: Sequence[Message], capabilities: Capabilities) -> t
             notes.append(f"rendered {n} tool message{'s' if n != 1 else ''} as text (the route has no tools)")
     else:
         pairing = check_history(out, Capabilities(trailing_tool_call=caps.trailing_tool_call))
-        orphans = {(p.index, p.call_id or "") for p in pairing if p.kind in ("orphan_result", "unanswered_call")}
-        if orphans:
-            out = _drop_contents(out, orphans)
-            notes.append(f"dropped {len(orphans)} unpaired tool call{'s' if len(orphans) != 1 else ''} or result(s)")
+        unpaired = {
+            (p.index, p.position)
+            for p in pairing
+            if p.kind in ("orphan_result", "unanswered_call", "misplaced") and p.position is not None
+        }
+        if unpaired:
+            out = _drop_contents(out, unpaired)
+            n = len(unpaired)
+            notes.append(f"dropped {n} unpaired or misplaced tool content{'s' if n != 1 else ''}")
         if caps.call_id_pattern and any(p.kind == "call_id" for p in check_history(out, caps)):
             fmt = _id_format(caps.call_id_pattern)
             if fmt is not None:
@@ -222,12 +236,10 @@ def _render_tool_work(messages: list[Message]) -> tuple[list[Message], int]:
     return out, n
 
 
-def _drop_contents(messages: list[Message], drop: set[tuple[int, str]]) -> list[Message]:
+def _drop_contents(messages: list[Message], drop: set[tuple[int, int]]) -> list[Message]:
     out = []
     for i, m in enumerate(messages):
-        kept = [
-            c for c in m.contents if not (c.type in ("function_call", "function_result") and (i, c.call_id) in drop)
-        ]
+        kept = [c for position, c in enumerate(m.contents) if (i, position) not in drop]
         if len(kept) == len(m.contents):
             out.append(m)
         elif kept:  # a message left with nothing is dropped

@@ -24,6 +24,7 @@ await agent.run("and now?", session=session)      # "smart" gets the whole conve
 
 from __future__ import annotations
 
+import operator
 import types
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -47,6 +48,7 @@ HistoryPolicy = Literal["strict", "repair"]
 Select = Callable[[Sequence[Message], Mapping[str, Any], AgentSession | None], str | None]
 _STATE_KEY = "routes"  # session.state["routes"][router name] = active route
 _KEPT_SCANS = 64
+_TOOL_OPTIONS = ("tools", "tool_choice", "parallel_tool_calls")
 
 
 class _Checked:
@@ -185,25 +187,27 @@ class RoutingChatClient:
     ) -> HistoryScan:
         """The scan of ``messages``; for a session's next turn only the new messages are scanned.
 
-        A conversation only grows, so the previous request is usually a prefix of this one;
-        comparing the two lists is a C-level pass (identical objects compare at once).
+        A conversation only grows, so the last request is usually a prefix of this one. The
+        prefix counts only when it holds the very same (immutable) message objects: checked
+        with one C-level pass, and never by comparing contents.
         """
-        kept = self._checked.get(session.session_id) if session is not None else None
+        sid = session.session_id if session is not None else None
+        kept = self._checked.pop(sid, None) if sid is not None else None
         n = len(kept.messages) if kept is not None else 0
-        scan = None
-        if kept is not None and kept.route == route and kept.caps == caps and 0 < n <= len(messages):
-            prefix = messages[:n]
-            if (prefix if isinstance(prefix, list) else list(prefix)) == kept.messages:
-                scan = kept.scan.feed(messages[n:])  # in place: the kept scan is replaced by it below
-        if scan is None:
+        if (
+            kept is not None
+            and kept.route == route
+            and kept.caps == caps
+            and 0 < n <= len(messages)
+            and all(map(operator.is_, kept.messages, messages))
+        ):
+            scan = kept.scan.feed(messages[n:])  # the kept scan moves on; it is kept again below
+        else:
             scan = HistoryScan(caps).feed(messages)
-        if session is not None:
-            if kept is not None:
-                kept.route, kept.caps, kept.messages, kept.scan = route, caps, list(messages), scan
-            else:
-                self._checked[session.session_id] = _Checked(route, caps, list(messages), scan)
-                if len(self._checked) > _KEPT_SCANS:  # the oldest session first
-                    del self._checked[next(iter(self._checked))]
+        if sid is not None:
+            self._checked[sid] = _Checked(route, caps, list(messages), scan)  # most recently used last
+            if len(self._checked) > _KEPT_SCANS:
+                del self._checked[next(iter(self._checked))]
         return scan
 
     def _prepare(
@@ -233,6 +237,13 @@ class RoutingChatClient:
             problems=tuple(problems),
         )
 
+    @staticmethod
+    def _options_for(client: ChatClient, options: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A route without tool calling is not offered the agent's tools."""
+        if capabilities_of(client).tool_calls or not any(k in options for k in _TOOL_OPTIONS):
+            return options
+        return {k: v for k, v in options.items() if k not in _TOOL_OPTIONS}
+
     async def get_response(
         self,
         messages: Sequence[Message],
@@ -243,6 +254,7 @@ class RoutingChatClient:
         options = options or {}
         route, client = self._choose(messages, options, session)
         request, repairs = self._prepare(route, client, messages, session)
+        options = self._options_for(client, options)
         response = await client.get_response(request, options, session=session)
         return response.model_copy(update={"route": route, "repairs": tuple(repairs)} if repairs else {"route": route})
 
@@ -255,9 +267,12 @@ class RoutingChatClient:
     ) -> AsyncIterator[ChatResponseUpdate]:
         options = options or {}
         route, client = self._choose(messages, options, session)
-        request, _ = self._prepare(route, client, messages, session)
+        request, repairs = self._prepare(route, client, messages, session)
+        options = self._options_for(client, options)
+        first = {"route": route, "repairs": tuple(repairs)}
         async for update in client.get_streaming_response(request, options, session=session):
-            yield update.model_copy(update={"route": route})
+            yield update.model_copy(update=first if first else {"route": route})
+            first = {}
 
     def __repr__(self) -> str:
         return f"RoutingChatClient({list(self._routes)}, default_route={self.default_route!r})"
@@ -305,13 +320,15 @@ class FallbackChatClient:
         """What every client accepts: a request may end up at any of them."""
         caps = [capabilities_of(c) for c in self.clients]
         windows = [c.context_window for c in caps if c.context_window is not None]
-        patterns = {c.call_id_pattern for c in caps} - {None}
+        patterns = sorted({c.call_id_pattern for c in caps if c.call_id_pattern is not None})
         return Capabilities(
             tool_calls=all(c.tool_calls for c in caps),
             images=all(c.images for c in caps),
             system_messages=all(c.system_messages for c in caps),
             context_window=min(windows) if windows else None,
-            call_id_pattern=next(iter(patterns)) if len(patterns) == 1 else None,
+            call_id_pattern="".join(f"(?=(?:{p})$)" for p in patterns) + ".*"
+            if len(patterns) > 1
+            else next(iter(patterns), None),
             trailing_tool_call=all(c.trailing_tool_call for c in caps),
         )
 

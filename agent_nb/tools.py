@@ -14,16 +14,19 @@ agent = ChatAgent(client, name="assistant", tools=[weather])
 ```
 
 A tool that declares ``**kwargs`` also receives the run's ``function_invocation_kwargs``.
+Plain functions run in a worker thread, ``async def`` ones on the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic_core import to_jsonable_python
 
 __all__ = ["FunctionTool", "ToolArgumentsError", "as_tools", "tool"]
 
@@ -66,8 +69,12 @@ class FunctionTool:
             hints = get_type_hints(fn, include_extras=True)
         except Exception as exc:
             raise TypeError(f"tool {self.name!r}: cannot resolve its type hints ({exc})") from exc
+        # Fields get neutral names and the parameters' names as aliases, so that any parameter
+        # name works (``json``, ``model_config`` or ``_private`` would clash with pydantic's own).
         fields: dict[str, Any] = {}
+        self._names: dict[str, str] = {}  # field -> parameter
         self.takes_run_kwargs = False
+        self.is_async = inspect.iscoroutinefunction(fn)
         for param in signature.parameters.values():
             if param.kind is param.VAR_KEYWORD:
                 self.takes_run_kwargs = True
@@ -77,11 +84,13 @@ class FunctionTool:
             if param.name not in hints:
                 raise TypeError(f"tool {self.name!r}: annotate parameter {param.name!r} so the model knows its type")
             default = ... if param.default is param.empty else param.default
-            fields[param.name] = (hints[param.name], default)
+            field = f"p{len(fields)}"
+            fields[field] = (Annotated[hints[param.name], Field(alias=param.name)], default)
+            self._names[field] = param.name
         self._arguments: type[BaseModel] = create_model(
             f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
-        self.parameters: dict[str, Any] = _strip_titles(self._arguments.model_json_schema())
+        self.parameters: dict[str, Any] = _strip_titles(self._arguments.model_json_schema(by_alias=True))
 
     def schema(self) -> dict[str, Any]:
         """``{"name", "description", "parameters"}``: what a provider needs to offer the tool."""
@@ -103,17 +112,25 @@ class FunctionTool:
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
             raise ToolArgumentsError(f"invalid arguments for {self.name}: {problems}") from exc
-        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        return {param: getattr(parsed, field) for field, param in self._names.items()}
 
     async def invoke(self, arguments: Mapping[str, Any] | str | None, **run_kwargs: Any) -> Any:
-        """Run the tool on the model's arguments (``run_kwargs`` reach a ``**kwargs`` parameter)."""
+        """Run the tool on the model's arguments (``run_kwargs`` reach a ``**kwargs`` parameter).
+
+        A plain ``def`` runs in a worker thread, so a slow tool does not freeze the event loop
+        (a notebook's included). The result comes back JSON-ready (models and dataclasses as
+        dicts, anything else unknown as its ``str``), as it will be stored and sent.
+        """
         values = self.parse_arguments(arguments)
         if self.takes_run_kwargs:
             values.update({k: v for k, v in run_kwargs.items() if k not in values})
-        result = self.fn(**values)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        if self.is_async:
+            result = await self.fn(**values)
+        else:
+            result = await asyncio.to_thread(self.fn, **values)
+            if inspect.isawaitable(result):  # a def that returns a coroutine
+                result = await result
+        return to_jsonable_python(result, fallback=str)
 
     def __repr__(self) -> str:
         return f"FunctionTool({self.name!r})"

@@ -22,6 +22,7 @@ from agent_nb import (
     ModelError,
     ScriptedChatClient,
     SQLiteHistoryProvider,
+    UsageError,
 )
 
 TURN = [
@@ -158,29 +159,73 @@ async def test_a_failing_client_is_wrapped_with_the_cause(provider):
 
     agent = ChatAgent(FunctionChatClient(broken), name="a", history=provider)
     session = agent.create_session()
-    with pytest.raises(
-        ModelError, match=r"agent 'a' could not finish its turn \(ConnectionResetError: peer went away\)"
-    ) as info:
+    expected = (
+        r"agent 'a': the chat client failed \(ConnectionResetError: peer went away\); nothing of this turn was stored"
+    )
+    with pytest.raises(ModelError, match=expected) as info:
         await agent.run("hi", session=session)
     assert isinstance(info.value.__cause__, ConnectionResetError)
     assert await provider.load(session) == []
 
 
-async def test_a_cancelled_turn_stores_nothing(provider):
-    gate = asyncio.Event()
+async def test_a_turn_cancelled_after_its_tools_ran_stores_nothing_and_says_so(provider):
+    gate, ran = asyncio.Event(), []
 
-    async def slow(messages, options):
-        await gate.wait()
-        return "late"
+    def note(text: str) -> str:
+        ran.append(text)
+        return "noted"
 
-    agent = ChatAgent(FunctionChatClient(slow), name="a", history=provider)
+    async def model(messages, options):
+        if messages[-1].role == "tool":
+            await gate.wait()  # the second round never comes back
+            return "late"
+        return Message("assistant", [FunctionCallContent(call_id="c1", name="note", arguments={"text": "x"})])
+
+    agent = ChatAgent(FunctionChatClient(model), name="a", history=provider, tools=[note])
     session = agent.create_session()
     task = asyncio.ensure_future(agent.run("hi", session=session))
+    while not ran:
+        await asyncio.sleep(0.01)
     await asyncio.sleep(0.01)
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    with pytest.raises(asyncio.CancelledError) as info:
         await task
-    assert await provider.load(session) == []
+    assert ran == ["x"] and await provider.load(session) == []
+    assert any("nothing of this turn was stored" in n for n in getattr(info.value, "__notes__", []))
+
+
+async def test_a_storage_error_is_not_called_a_model_error(tmp_path):
+    path = tmp_path / "h.sqlite"
+    provider = SQLiteHistoryProvider(path)
+    session = AgentSession("s")
+    await provider.save(session, [Message("user", "ok")])
+    sqlite3.connect(path, isolation_level=None).execute("UPDATE agent_nb_messages SET message = '{}'")
+    with pytest.raises(ValueError, match="cannot be read as messages") as info:
+        await ChatAgent(EchoChatClient(), name="a", history=SQLiteHistoryProvider(path)).run("hi", session=session)
+    assert not isinstance(info.value, ModelError)
+    assert any("is as it was" in n for n in info.value.__notes__)
+
+
+async def test_without_a_session_a_run_is_stateless(tmp_path):
+    provider = SQLiteHistoryProvider(tmp_path / "h.sqlite")
+    agent = ChatAgent(MirrorChatClient(), name="a", history=provider)
+    await agent.run("one")
+    assert (await agent.run("two")).text == 'I see 1 message: user "two"'
+    assert provider.sessions() == []
+
+
+async def test_calls_left_for_the_caller_must_be_answered_next(provider):
+    call = Message("assistant", [FunctionCallContent(call_id="c9", name="approve", arguments={})])
+    agent = ChatAgent(ScriptedChatClient([call, "thanks"]), name="a", history=provider)  # no tools of its own
+    session = agent.create_session()
+    first = await agent.run("pay the bill", session=session)
+    assert first.messages[0].contents[0].call_id == "c9"
+    with pytest.raises(
+        UsageError, match=r"ends with tool calls nobody answered: approve \(c9\)\. Send their results first"
+    ):
+        await agent.run("did it work?", session=session)
+    result = Message("tool", [FunctionResultContent(call_id="c9", result="approved")])
+    assert (await agent.run([result], session=session)).text == "thanks"
 
 
 async def test_a_stream_left_early_stores_nothing(provider):
@@ -194,3 +239,24 @@ async def test_a_stream_left_early_stores_nothing(provider):
     async for _ in agent.run("one two three", session=session, stream=True):
         pass
     assert [m.text for m in await provider.load(session)] == ["one two three", "one two three"]
+
+
+async def test_in_memory_history_notices_a_list_changed_in_place():
+    provider, session = InMemoryHistoryProvider(), AgentSession()
+    await provider.save(session, TURN)
+    assert len(await provider.load(session)) == 4
+    del session.state["history"][2:]  # trimmed in place by the application
+    assert await provider.load(session) == TURN[:2]
+
+
+async def test_sqlite_reads_only_new_rows_and_keeps_message_identity(tmp_path):
+    path = tmp_path / "h.sqlite"
+    mine, other = SQLiteHistoryProvider(path), SQLiteHistoryProvider(path)
+    session = AgentSession("shared")
+    await mine.save(session, TURN[:2])
+    first = await mine.load(session)
+    await other.save(session, TURN[2:])  # another writer appends
+    second = await mine.load(session)
+    assert second == TURN and all(a is b for a, b in zip(first, second[:2], strict=True))
+    mine.delete(session)
+    assert await mine.load(session) == [] and await other.load(session) == []

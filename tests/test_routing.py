@@ -20,6 +20,7 @@ from agent_nb import (
     RouteIncompatibleError,
     RouteNotFoundError,
     RoutingChatClient,
+    ScriptedChatClient,
     ServiceManagedHistoryError,
     check_history,
     repair_history,
@@ -170,14 +171,15 @@ async def test_repair_renders_tool_work_as_text_and_records_it():
     await history.save(s, [Message("user", "weather?"), CALL, RESULT])
     r = await agent.run("thanks", session=s)
     assert r.repairs == ("rendered 2 tool messages as text (the route has no tools)",)
-    assert 'assistant from a "[called weather({"city": "Lisbon"})]"' in r.text
-    assert 'user from a "[toolu_01A returned 18]"' in r.text
+    assert 'assistant from a "[tool call toolu_01A: weather({"city": "Lisbon"})]"' in r.text
+    assert 'user from a "[tool result toolu_01A: 18]"' in r.text
     assert len(await history.load(s)) == 5  # the stored history keeps the real tool messages
 
 
 def test_repairs_drop_orphans_and_renumber_ids():
     fixed, notes = repair_history([Message("user", "q"), RESULT, CALL, Message("user", "next")], Capabilities())
     assert [m.role for m in fixed] == ["user", "user"] and "dropped 2" in notes[0]
+    assert check_history(fixed, Capabilities()) == []
     caps = Capabilities(call_id_pattern=r"[a-zA-Z0-9]{9}")
     fixed, notes = repair_history([Message("user", "q"), CALL, RESULT], caps)
     assert check_history(fixed, caps) == []
@@ -253,3 +255,62 @@ def test_fallback_declares_what_every_client_accepts():
         FallbackChatClient(EchoChatClient(), EchoChatClient(history_mode="service"))
     with pytest.raises(ValueError, match="at least one fallback"):
         FallbackChatClient(EchoChatClient())
+
+
+def test_a_duplicate_result_is_dropped_and_the_valid_one_kept():
+    twice = Message(
+        "tool",
+        [FunctionResultContent(call_id="toolu_01A", result=18), FunctionResultContent(call_id="toolu_01A", result=19)],
+    )
+    history = [Message("user", "q"), CALL, twice]
+    assert [(p.index, p.kind, p.position) for p in check_history(history, Capabilities())] == [(2, "orphan_result", 1)]
+    fixed, _ = repair_history(history, Capabilities())
+    assert check_history(fixed, Capabilities()) == [] and [c.result for c in fixed[2].contents] == [18]
+
+
+def test_misplaced_content_and_reused_call_ids_are_flagged():
+    stray = Message("tool", [FunctionResultContent(call_id="toolu_01A", result=18), "and some text"])
+    reused = Message(
+        "assistant", [FunctionCallContent(call_id="x", name="f"), FunctionCallContent(call_id="x", name="g")]
+    )
+    kinds = [p.kind for p in check_history([CALL, stray], Capabilities())]
+    assert kinds == ["misplaced"]
+    problems = check_history([reused, Message("tool", [FunctionResultContent(call_id="x", result=1)])], Capabilities())
+    assert [p.detail for p in problems] == ["tool call id 'x' is used twice in one message"]
+    fixed, _ = repair_history([CALL, stray], Capabilities())
+    assert check_history(fixed, Capabilities()) == []
+
+
+async def test_the_router_checks_only_the_new_messages_of_a_session():
+    router = RoutingChatClient({"echo": EchoChatClient()})
+    agent = ChatAgent(router, name="a", instructions="Be brief.", history=InMemoryHistoryProvider())
+    session = agent.create_session()
+    scans = []
+    for text in ("one", "two", "three"):
+        await agent.run(text, session=session)
+        scans.append(router._checked[session.session_id].scan)
+    assert scans[0] is scans[1] is scans[2]  # one scan, resumed turn after turn
+    assert scans[2].count == 6 and len(router._checked[session.session_id].messages) == 6
+    other = AgentSession()
+    await InMemoryHistoryProvider().save(other, [Message("user", "copy")])  # equal, not identical, messages
+    await agent.run("one", session=other)
+    assert router._checked[other.session_id].scan is not scans[0]
+    # a problem in the new tail is still found, and a change of capabilities starts over
+    await agent.history.save(session, [Message("user", "q"), RESULT])
+    with pytest.raises(RouteIncompatibleError, match="answers no call"):
+        await agent.run("four", session=session)
+    router.remove_route("echo")
+    router.add_route("echo", EchoChatClient(capabilities=Capabilities(tool_calls=False)))
+    with pytest.raises(RouteIncompatibleError, match="has no tools"):
+        await agent.run("five", session=session)
+
+
+async def test_a_route_without_tools_is_not_offered_the_agents_tools():
+    client = ScriptedChatClient(["plain answer"], capabilities=Capabilities(tool_calls=False))
+
+    def weather(city: str) -> str:
+        return city
+
+    agent = ChatAgent(RoutingChatClient({"plain": client}), name="a", tools=[weather], options={"tool_choice": "auto"})
+    await agent.run("hi")
+    assert "tools" not in client.requests[0][1] and "tool_choice" not in client.requests[0][1]

@@ -171,3 +171,59 @@ async def test_a_forced_tool_choice_holds_for_the_first_round_only():
     agent = ChatAgent(client, name="w", tools=[weather], options={"tool_choice": "required"})
     await agent.run("go")
     assert [options["tool_choice"] for _, options in client.requests] == ["required", "auto"]
+
+
+async def test_any_parameter_name_works():
+    def odd(json: str, model_config: int, _private: bool = False) -> str:
+        return f"{json}-{model_config}-{_private}"
+
+    t = FunctionTool(odd)
+    assert set(t.parameters["properties"]) == {"json", "model_config", "_private"}
+    assert t.parameters["required"] == ["json", "model_config"]
+    assert await t.invoke({"json": "j", "model_config": 2, "_private": True}) == "j-2-True"
+
+
+async def test_results_come_back_json_ready():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Forecast:
+        city: str
+        temp: float
+
+    def forecast(city: str) -> Forecast:
+        return Forecast(city, 18.5)
+
+    def opaque(x: int) -> object:
+        return object.__new__(type("Thing", (), {"__str__": lambda self: "a thing"}))
+
+    assert await FunctionTool(forecast).invoke({"city": "Faro"}) == {"city": "Faro", "temp": 18.5}
+    assert await FunctionTool(opaque).invoke({"x": 1}) == "a thing"
+    client = ScriptedChatClient([call("c1", "opaque", x=1), "ok"])
+    history = InMemoryHistoryProvider()
+    agent = ChatAgent(client, name="a", tools=[opaque], history=history)
+    session = agent.create_session()
+    await agent.run("go", session=session)  # the stored turn serialises
+    assert [m.role for m in await history.load(session)] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_sync_tools_do_not_freeze_the_event_loop():
+    import asyncio
+    import time
+
+    def slow(x: int) -> int:
+        time.sleep(0.2)
+        return x
+
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.ensure_future(ticker())
+    assert await FunctionTool(slow).invoke({"x": 3}) == 3
+    task.cancel()
+    assert ticks >= 5

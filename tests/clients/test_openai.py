@@ -18,6 +18,7 @@ from agent_nb import (
     FunctionResultContent,
     Message,
     ModelBadRequest,
+    ModelError,
     ModelRateLimited,
     ModelTimeout,
     ModelUnavailable,
@@ -171,18 +172,26 @@ async def test_server_errors_become_agent_nb_errors_without_the_key(status, erro
     with pytest.raises(error) as info:
         await OpenAIChatClient("gemma-test", client=server.sdk()).get_response([Message("user", "hi")])
     assert fragment in str(info.value)
-    assert KEY not in str(info.value) and KEY not in repr(info.value)
-    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert_no_key(info.value)
     assert info.value.retryable == (status in (429, 503))
+
+
+def assert_no_key(error: BaseException) -> None:
+    """The key is nowhere in the error, its message, or anything it chains to (the request lives there)."""
+    assert error.__cause__ is None and error.__context__ is None, "the SDK's exception (with the request) is attached"
+    assert KEY not in str(error) and KEY not in repr(error)
+    assert all(KEY not in note for note in getattr(error, "__notes__", []))
 
 
 async def test_timeouts_and_unreachable_servers():
     server = Server(httpx.ReadTimeout("slow"), httpx.ConnectError("refused"))
     client = OpenAIChatClient("gemma-test", client=server.sdk())
-    with pytest.raises(ModelTimeout, match="did not answer in time"):
+    with pytest.raises(ModelTimeout, match="did not answer in time") as timeout:
         await client.get_response([Message("user", "hi")])
-    with pytest.raises(ModelUnavailable, match="cannot reach the server"):
+    with pytest.raises(ModelUnavailable, match="cannot reach the server") as unreachable:
         await client.get_response([Message("user", "hi")])
+    assert_no_key(timeout.value)
+    assert_no_key(unreachable.value)
 
 
 def test_the_key_never_appears_in_a_repr(monkeypatch):
@@ -229,7 +238,7 @@ async def test_responses_payload_and_parsing():
             {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "Be brief."}]},
             {"type": "message", "role": "user", "content": [
                 {"type": "input_text", "text": "What is the weather?"},
-                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw=="}]},
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw==", "detail": "auto"}]},
             {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": '{"city": "Lisbon"}'},
             {"type": "function_call_output", "call_id": "call_1", "output": '{"temp": 18}'},
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Thanks"}]},
@@ -330,3 +339,94 @@ async def test_broken_call_arguments_travel_as_an_empty_object():
     broken = Message("assistant", [FunctionCallContent(call_id="c1", name="f", arguments='{"cut off')])
     await OpenAIChatClient("m", client=server.sdk()).get_response([Message("user", "q"), broken])
     assert server.body()["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{}"
+
+
+def responses_stream(*events):
+    return [dict(e, sequence_number=i) for i, e in enumerate(events)]
+
+
+COMPLETED = {
+    "type": "response.completed",
+    "response": {
+        "id": "resp_s", "object": "response", "created_at": 1, "model": "m", "status": "completed", "output": [],
+        "usage": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5,
+                  "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+    },
+}  # fmt: skip
+
+
+async def test_responses_stream_with_a_tool_call():
+    done = {
+        "type": "response.output_item.done", "output_index": 0,
+        "item": {"type": "function_call", "id": "fc", "call_id": "call_7", "name": "weather", "arguments": '{"city": "Evora"}', "status": "completed"},
+    }  # fmt: skip
+    server = Server(responses_stream(done, COMPLETED))
+    updates = [
+        u async for u in OpenAIResponsesClient("m", client=server.sdk()).get_streaming_response([Message("user", "hi")])
+    ]
+    assert updates[-1].contents == (FunctionCallContent(call_id="call_7", name="weather", arguments={"city": "Evora"}),)
+    assert updates[-1].finish_reason == "tool_calls"
+
+
+async def test_a_failed_response_stream_keeps_the_servers_words_and_no_key():
+    failed = {
+        "type": "response.failed",
+        "response": {
+            "id": "resp_f", "object": "response", "created_at": 1, "model": "m", "status": "failed", "output": [],
+            "error": {"code": "server_error", "message": f"overloaded, key {KEY}"},
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        },
+    }  # fmt: skip
+    server = Server(responses_stream(failed))
+    with pytest.raises(ModelError, match=r"the response failed: overloaded, key \*\*\*") as info:
+        async for _ in OpenAIResponsesClient("m", client=server.sdk()).get_streaming_response([Message("user", "hi")]):
+            pass
+    assert_no_key(info.value)
+
+
+async def test_options_carry_over_between_the_two_apis():
+    server = Server(completion(), responses_answer("r", "ok"))
+    shared = {"seed": 3, "stop": ["END"], "max_tokens": 9, "tool_choice": {"type": "function", "function": {"name": "f"}},
+              "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}}},
+              "instructions": "Be brief.", "presence_penalty": 0.5}  # fmt: skip
+    await OpenAIChatClient("m", client=server.sdk()).get_response([Message("user", "hi")], shared)
+    chat = server.body()
+    assert (chat["seed"], chat["stop"], chat["max_tokens"], chat["presence_penalty"]) == (3, ["END"], 9, 0.5)
+    assert chat["messages"][0] == {"role": "system", "content": "Be brief."}
+    await OpenAIResponsesClient("m", client=server.sdk()).get_response([Message("user", "hi")], shared)
+    resp = server.body()
+    assert "seed" not in resp and "stop" not in resp and "presence_penalty" not in resp
+    assert resp["max_output_tokens"] == 9 and resp["instructions"] == "Be brief."
+    assert resp["tool_choice"] == {"type": "function", "name": "f"}
+    assert resp["text"] == {"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}}}
+
+
+def test_the_service_cannot_be_smuggled_in_through_extra_body():
+    with pytest.raises(UsageError, match=r"store in extra_body would hand the conversation to the service"):
+        OpenAIResponsesClient("m", base_url="http://x/v1", extra_body={"store": True})
+
+
+async def test_import_from_the_conversations_api():
+    page = {
+        "object": "list", "first_id": "a", "last_id": "b", "has_more": False,
+        "data": [
+            {"type": "message", "id": "a", "role": "user", "status": "completed", "content": [{"type": "input_text", "text": "Hi"}]},
+            {"type": "message", "id": "b", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Hello", "annotations": []}]},
+        ],
+    }  # fmt: skip
+    server = Server(page)
+    messages = await import_conversation(server.sdk(), conversation_id="conv_1")
+    assert [(m.role, m.text) for m in messages] == [("user", "Hi"), ("assistant", "Hello")]
+    assert server.requests[0].url.path == "/v1/conversations/conv_1/items"
+
+
+async def test_a_client_passed_in_is_left_open_and_cannot_be_reconfigured():
+    server = Server(completion())
+    sdk = server.sdk()
+    async with OpenAIChatClient("m", client=sdk) as client:
+        await client.get_response([Message("user", "hi")])
+    assert not sdk.is_closed()
+    with pytest.raises(UsageError, match=r"either client= .* or api_key, base_url, timeout and max_retries"):
+        OpenAIChatClient("m", client=sdk, timeout=3)

@@ -8,6 +8,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from agent_nb import (
+    AgentResponse,
     ChatAgent,
     FunctionCallContent,
     FunctionResultContent,
@@ -117,13 +118,18 @@ class AnswerOnceResultsAreIn:
     def __init__(self, inner):
         self.inner = inner
 
+    def _options(self, messages, options):
+        return {**(options or {}), "tool_choice": "none"} if messages[-1].role == "tool" else options
+
     async def get_response(self, messages, options=None, *, session=None):
-        if messages[-1].role == "tool":
-            options = {**(options or {}), "tool_choice": "none"}
-        return await self.inner.get_response(messages, options, session=session)
+        return await self.inner.get_response(messages, self._options(messages, options), session=session)
+
+    def get_streaming_response(self, messages, options=None, *, session=None):
+        return self.inner.get_streaming_response(messages, self._options(messages, options), session=session)
 
 
-async def test_a_tool_call_round_trip(wire):
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_tool_call_round_trip_through_a_router(wire, stream):
     """The template makes llama.cpp parse <tool_call> tags; two examples make the model write one."""
     asked: list[str] = []
 
@@ -134,8 +140,9 @@ async def test_a_tool_call_round_trip(wire):
 
     history = InMemoryHistoryProvider()
     client = OpenAIChatClient("gemma", client=wire.sdk(), max_tokens=64, extra_body={"cache_prompt": False}, **SETTINGS)
+    router = RoutingChatClient({"local": AnswerOnceResultsAreIn(client)})  # checks each request before it goes
     agent = ChatAgent(
-        AnswerOnceResultsAreIn(client),
+        router,
         name="forecaster",
         tools=[get_weather],
         history=history,
@@ -144,7 +151,13 @@ async def test_a_tool_call_round_trip(wire):
     session = agent.create_session()
     await history.save(session, [*weather_exchange("Lisbon", 1), *weather_exchange("Rome", 2)])
 
-    response = await agent.run("What is the weather in Paris?", session=session)
+    if stream:
+        updates = [u async for u in agent.run("What is the weather in Paris?", session=session, stream=True)]
+        assert any(u.role == "tool" for u in updates) and {u.route for u in updates if u.role != "tool"} == {"local"}
+        response = AgentResponse.from_updates(updates)
+    else:
+        response = await agent.run("What is the weather in Paris?", session=session)
+        assert response.route == "local"
 
     assert asked == ["Paris"]  # the server parsed the call, agent_nb validated and ran it
     calls = [c for c in response.messages[0].contents if c.type == "function_call"]

@@ -454,8 +454,8 @@ async def test_another_agents_tool_calls_are_handed_over_as_text():
     await chain(AgentExecutor(ToolUser("tools")), AgentExecutor(second)).run("weather?")
     assert [(m.role, m.author_name, m.text) for m in second.seen[0]] == [
         ("user", None, "weather?"),
-        ("user", "tools", '[called weather({"city": "Lisbon"})]'),
-        ("user", "tools", '[c1 returned {"temp": 18}]'),
+        ("user", "tools", '[tool call c1: weather({"city": "Lisbon"})]'),
+        ("user", "tools", '[tool result c1: {"temp": 18}]'),
         ("user", "tools", "It is 18 degrees."),
     ]
     assert all(c.type == "text" for m in second.seen[0] for c in m.contents)

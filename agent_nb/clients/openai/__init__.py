@@ -1,0 +1,26 @@
+"""OpenAI clients on the official SDK's async client: Chat Completions and Responses.
+
+Both work with any OpenAI-compatible server through ``base_url`` (llama.cpp's server,
+vLLM, Ollama). The API key comes from ``api_key`` or ``OPENAI_API_KEY`` and is never
+shown: not in a repr, an error message or an error's chain. Server errors become agent_nb
+errors: ``ModelRateLimited``, ``ModelTimeout``, ``ModelUnavailable`` (retryable) and
+``ModelBadRequest`` (with the server's own message).
+
+Request options use one vocabulary for both APIs, so a routed conversation can keep its
+agent's options when it moves: ``model``, ``temperature``, ``top_p``, ``max_tokens``,
+``seed``, ``stop``, ``tools``, ``tool_choice``, ``parallel_tool_calls``,
+``response_format``, ``user``, ``extra_body``, ``extra_headers``, and each API's own
+(``max_completion_tokens``, ``presence_penalty``, ``reasoning``, ``instructions``, ...).
+Each client translates what its API names differently and leaves out what its API does
+not have (the Responses API has no ``seed`` or ``stop``); an unknown name is an error.
+
+```python
+local = OpenAIChatClient("gemma", base_url="http://127.0.0.1:8080/v1")
+hosted = OpenAIResponsesClient("gpt-4.1-mini")  # store=False: caller-managed, so it can be routed
+```
+"""
+
+from .chat import OpenAIChatClient
+from .responses import OpenAIResponsesClient, import_conversation
+
+__all__ = ["OpenAIChatClient", "OpenAIResponsesClient", "import_conversation"]
