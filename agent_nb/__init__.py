@@ -9,6 +9,9 @@ print(result.trace)
 ```
 """
 
+import importlib as _importlib
+import typing as _typing
+
 from .agents import ChatAgent, SupportsAgentRun
 from .clients import (
     Capabilities,
@@ -42,7 +45,6 @@ from .errors import (
     WorkflowBusyError,
     WorkflowValidationError,
 )
-from .history import ChatHistoryProvider, InMemoryHistoryProvider, SQLiteHistoryProvider
 from .messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -59,10 +61,7 @@ from .messages import (
     UserInputResponseContent,
 )
 from .nb import run_sync
-from .portability import check_history, repair_history
-from .routing import FallbackChatClient, RoutingChatClient
 from .sessions import AgentSession
-from .tools import FunctionTool, tool
 from .trace import ContextSnapshot, Trace
 from .workflow import (
     AgentExecutor,
@@ -82,7 +81,41 @@ from .workflow import (
     handler,
 )
 
+if _typing.TYPE_CHECKING:
+    from .history import ChatHistoryProvider, InMemoryHistoryProvider, SQLiteHistoryProvider
+    from .portability import check_history, repair_history
+    from .routing import FallbackChatClient, RoutingChatClient
+    from .tools import FunctionTool, tool
+
 __version__ = "0.1.0"
+
+# Loaded on first use, so `from agent_nb import WorkflowBuilder` does not pay for SQLite,
+# routing and tool schemas (see bench/: import time is one of the measured targets).
+_LAZY = {
+    "ChatHistoryProvider": "history",
+    "InMemoryHistoryProvider": "history",
+    "SQLiteHistoryProvider": "history",
+    "FallbackChatClient": "routing",
+    "RoutingChatClient": "routing",
+    "check_history": "portability",
+    "repair_history": "portability",
+    "FunctionTool": "tools",
+    "tool": "tools",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_nb' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "AgentExecutor",

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .clients.base import ChatClient
 from .errors import AgentNbError, ModelError, ToolRoundsExceeded, UsageError
-from .history import ChatHistoryProvider
 from .messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -32,7 +31,10 @@ from .messages import (
     to_messages,
 )
 from .sessions import AgentSession
-from .tools import FunctionTool, as_tools
+
+if TYPE_CHECKING:  # imported when an agent has a history or tools, not with agent_nb
+    from .history import ChatHistoryProvider
+    from .tools import FunctionTool
 
 __all__ = ["ChatAgent", "SupportsAgentRun"]
 
@@ -96,7 +98,7 @@ class ChatAgent:
             raise ValueError("ChatAgent needs a non-empty name: it identifies the agent's messages and executor")
         if not hasattr(client, "get_response"):
             raise TypeError(f"ChatAgent {name!r}: client must be a ChatClient, got {type(client).__name__}")
-        if history is not None and not isinstance(history, ChatHistoryProvider):
+        if history is not None and not (hasattr(history, "load") and hasattr(history, "save")):
             raise TypeError(f"ChatAgent {name!r}: history must have async load() and save(), got {history!r}")
         if max_tool_rounds < 1:
             raise ValueError(f"ChatAgent {name!r}: max_tool_rounds must be at least 1, got {max_tool_rounds}")
@@ -106,7 +108,11 @@ class ChatAgent:
         self.description = description
         self.options: dict[str, Any] = dict(options or {})
         self.history = history
-        self.tools = as_tools(tools)
+        self.tools: list[FunctionTool] = []
+        if tools:
+            from .tools import as_tools
+
+            self.tools = as_tools(tools)
         self.max_tool_rounds = max_tool_rounds
         self._tools_by_name: dict[str, FunctionTool] = {t.name: t for t in self.tools}
         self._system: Message | None = None

@@ -18,6 +18,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,7 +29,11 @@ from .sessions import AgentSession
 
 __all__ = ["ChatHistoryProvider", "InMemoryHistoryProvider", "SQLiteHistoryProvider"]
 
-_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+@cache
+def _messages() -> TypeAdapter[list[Message]]:
+    """The validator of a list of messages, built on first use (not at import)."""
+    return TypeAdapter(list[Message])
 
 
 @contextmanager
@@ -53,7 +58,7 @@ def _parse(rows: Sequence[str]) -> list[Message]:
     if not rows:
         return []
     with _collector_waits():
-        return _MESSAGES.validate_json("[" + ",".join(rows) + "]")
+        return _messages().validate_json("[" + ",".join(rows) + "]")
 
 
 @runtime_checkable
@@ -113,7 +118,7 @@ class InMemoryHistoryProvider:
             return list(cached[1])
         try:
             with _collector_waits():
-                messages = _MESSAGES.validate_python(stored)
+                messages = _messages().validate_python(stored)
         except ValueError as exc:
             raise ValueError(
                 f"the history of session {session.session_id!r} under state[{self.key!r}] is not a list of "

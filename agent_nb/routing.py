@@ -24,7 +24,6 @@ await agent.run("and now?", session=session)      # "smart" gets the whole conve
 
 from __future__ import annotations
 
-import operator
 import types
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -187,9 +186,10 @@ class RoutingChatClient:
     ) -> HistoryScan:
         """The scan of ``messages``; for a session's next turn only the new messages are scanned.
 
-        A conversation only grows, so the last request is usually a prefix of this one. The
-        prefix counts only when it holds the very same (immutable) message objects: checked
-        with one C-level pass, and never by comparing contents.
+        A conversation only grows, so the last request is usually a prefix of this one. Its
+        first and last messages must be the very same objects (a reloaded history is not, and
+        is scanned afresh rather than compared field by field); then one C-level pass confirms
+        the rest (identical objects compare at once).
         """
         sid = session.session_id if session is not None else None
         kept = self._checked.pop(sid, None) if sid is not None else None
@@ -199,7 +199,9 @@ class RoutingChatClient:
             and kept.route == route
             and kept.caps == caps
             and 0 < n <= len(messages)
-            and all(map(operator.is_, kept.messages, messages))
+            and kept.messages[0] is messages[0]
+            and kept.messages[-1] is messages[n - 1]
+            and messages[:n] == kept.messages  # identical objects compare in C; equal ones are as good
         ):
             scan = kept.scan.feed(messages[n:])  # the kept scan moves on; it is kept again below
         else:

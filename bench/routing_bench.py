@@ -23,6 +23,7 @@ from typing import Any
 
 from agent_nb import (
     AgentSession,
+    Capabilities,
     ChatResponse,
     InMemoryHistoryProvider,
     Message,
@@ -34,7 +35,13 @@ RECORDS: list[dict[str, Any]] = []
 
 
 class ConstantClient:
-    """A chat client doing O(1) work: what is timed around it is the router."""
+    """A chat client doing O(1) work: what is timed around it is the router.
+
+    Like every agent_nb client it declares its history mode and capabilities.
+    """
+
+    history_mode = "caller"
+    capabilities = Capabilities()
 
     def __init__(self) -> None:
         self.answer = ChatResponse([Message("assistant", "ok")])

@@ -13,13 +13,15 @@ def test_all_is_sorted_and_matches_the_public_namespace():
     modules = {n for n in public if type(getattr(agent_nb, n)).__name__ == "module"}
     assert agent_nb.__all__ == sorted(set(agent_nb.__all__))
     assert set(agent_nb.__all__) - {"__version__"} == public - modules
+    for name in agent_nb.__all__:  # the names loaded on first use resolve too
+        assert getattr(agent_nb, name) is not None
 
 
 def test_import_does_not_pull_heavy_or_optional_packages():
     code = (
         "import sys, json; import agent_nb; from agent_nb import WorkflowBuilder, AgentExecutor; "
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'openai', 'matplotlib', 'ipywidgets', 'IPython', 'numpy', 'nest_asyncio', 'httpx'})))"
+        "{'openai', 'matplotlib', 'ipywidgets', 'IPython', 'numpy', 'nest_asyncio', 'httpx', 'httpx2', 'sqlite3'})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
