@@ -77,7 +77,8 @@ class ChatAgent:
         instructions: sent first in every request; never stored in the history.
         options: default request options (model, temperature, ...); ``client_kwargs`` win.
         history: where the session's conversation lives (``InMemoryHistoryProvider``,
-            ``SQLiteHistoryProvider``); without one each run sees only what it is given.
+            ``SQLiteHistoryProvider``); used by runs given a ``session=``. Without one, each
+            run sees only what it is given.
         tools: functions (or ``FunctionTool``) the model may call.
         max_tool_rounds: how many rounds of tool calls one turn may take.
     """

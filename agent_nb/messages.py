@@ -11,12 +11,27 @@ Message.model_validate_json(msg.model_dump_json()) == msg  # True
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
+
+from .contents import (
+    FROZEN,
+    UNSET,
+    Content,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    TextContent,
+    UriContent,
+    UserInputRequestContent,
+    UserInputResponseContent,
+    shorten,
+    to_contents,
+    tool_work_as_text,
+)
 
 __all__ = [
     "ROLES",
@@ -42,151 +57,6 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
-_FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-def shorten(text: str, limit: int = 60) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
-
-
-_UNSET: Any = object()
-
-
-class TextContent(BaseModel):
-    """Plain text."""
-
-    model_config = _FROZEN
-    type: Literal["text"] = "text"
-    text: str
-
-    def __init__(self, text: Any = None, /, **data: Any) -> None:
-        if text is not None:
-            data["text"] = text
-        super().__init__(**data)
-
-
-class FunctionCallContent(BaseModel):
-    """A model's request to call a function (a tool)."""
-
-    model_config = _FROZEN
-    type: Literal["function_call"] = "function_call"
-    call_id: str
-    """Pairs the call with its ``FunctionResultContent``."""
-    name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
-    """Parsed arguments, or the raw JSON text a provider sent."""
-
-
-class FunctionResultContent(BaseModel):
-    """The result of a function call, answering the call with the same ``call_id``."""
-
-    model_config = _FROZEN
-    type: Literal["function_result"] = "function_result"
-    call_id: str
-    result: Any = None
-    """Any JSON-serialisable value."""
-    exception: str | None = None
-    """Set when the function raised; ``result`` is then ``None``."""
-
-
-class UserInputRequestContent(BaseModel):
-    """An agent asks a human for input (or for approval of ``function_call``)."""
-
-    model_config = _FROZEN
-    type: Literal["user_input_request"] = "user_input_request"
-    request_id: str
-    prompt: str = ""
-    function_call: FunctionCallContent | None = None
-
-
-class UserInputResponseContent(BaseModel):
-    """A human's answer to the ``UserInputRequestContent`` with the same ``request_id``."""
-
-    model_config = _FROZEN
-    type: Literal["user_input_response"] = "user_input_response"
-    request_id: str
-    text: str = ""
-    approved: bool | None = None
-
-
-class DataContent(BaseModel):
-    """Inline binary data such as an image or a file (base64 in JSON)."""
-
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", defer_build=True, ser_json_bytes="base64", val_json_bytes="base64"
-    )
-    type: Literal["data"] = "data"
-    data: bytes
-    media_type: str
-
-
-class UriContent(BaseModel):
-    """A reference to data that lives elsewhere."""
-
-    model_config = _FROZEN
-    type: Literal["uri"] = "uri"
-    uri: str
-    media_type: str | None = None
-
-
-Content = Annotated[
-    Union[  # noqa: UP007 - a discriminated union needs the Union form on Python 3.10
-        TextContent,
-        FunctionCallContent,
-        FunctionResultContent,
-        UserInputRequestContent,
-        UserInputResponseContent,
-        DataContent,
-        UriContent,
-    ],
-    Field(discriminator="type"),
-]
-_CONTENT_TYPES = (
-    "text",
-    "function_call",
-    "function_result",
-    "user_input_request",
-    "user_input_response",
-    "data",
-    "uri",
-)
-
-
-def _to_contents(value: Any) -> Any:
-    """Accept a string, or an iterable of strings, content objects and content dicts.
-
-    Only constructors call this: JSON and dicts go straight to pydantic, which checks
-    the ``type`` tags itself (and names the known ones when a tag is unknown).
-    """
-    if isinstance(value, str):
-        return (TextContent(value),)
-    if isinstance(value, (BaseModel, dict)):
-        value = (value,)
-    out = []
-    for item in value:
-        if isinstance(item, str):
-            item = TextContent(item)
-        elif isinstance(item, dict) and item.get("type") not in _CONTENT_TYPES:
-            raise ValueError(f"unknown content type {item.get('type')!r}; agent_nb knows: {', '.join(_CONTENT_TYPES)}")
-        out.append(item)
-    return tuple(out)
-
-
-def tool_work_as_text(content: Any) -> Any:
-    """A function call or result as text (``[tool call c1: f({...})]``, ``[tool result c1: ...]``); others as they are.
-
-    Used wherever a tool exchange must reach a model that cannot take it as such.
-    """
-    if content.type == "function_call":
-        args = content.arguments if isinstance(content.arguments, str) else json.dumps(content.arguments)
-        return TextContent(f"[tool call {content.call_id}: {content.name}({args})]")
-    if content.type == "function_result":
-        if content.exception:
-            return TextContent(f"[tool result {content.call_id}: error: {content.exception}]")
-        return TextContent(f"[tool result {content.call_id}: {json.dumps(content.result, default=str)}]")
-    return content
 
 
 def _text_of(contents: Iterable[Any]) -> str:
@@ -200,22 +70,22 @@ class Message(BaseModel):
     a bare string is one text content.
     """
 
-    model_config = _FROZEN
+    model_config = FROZEN
     role: Role
     contents: tuple[Content, ...] = ()
     author_name: str | None = None
     """The agent (or person) that wrote it; kept when the role is reassigned."""
     message_id: str | None = None
 
-    def __init__(self, role: Any = _UNSET, contents: Any = _UNSET, /, **data: Any) -> None:
-        if role is not _UNSET:
+    def __init__(self, role: Any = UNSET, contents: Any = UNSET, /, **data: Any) -> None:
+        if role is not UNSET:
             data["role"] = role
         if "role" in data and data["role"] not in ROLES:
             raise ValueError(f"role {data['role']!r} is not allowed; use one of: {', '.join(ROLES)}")
-        if contents is not _UNSET:
+        if contents is not UNSET:
             data["contents"] = contents
         if "contents" in data:
-            data["contents"] = _to_contents(data["contents"])
+            data["contents"] = to_contents(data["contents"])
         super().__init__(**data)
 
     @property
@@ -246,7 +116,7 @@ class Message(BaseModel):
 class Usage(BaseModel):
     """Token counts of one or more model calls (estimated by the offline clients)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -273,7 +143,7 @@ _R = TypeVar("_R", bound="_Response")
 class _Update(BaseModel):
     """A streamed increment: some contents of one message."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     contents: tuple[Content, ...] = ()
     role: Role = "assistant"
     author_name: str | None = None
@@ -285,11 +155,11 @@ class _Update(BaseModel):
     repairs: tuple[str, ...] = ()
     usage: Usage | None = None
 
-    def __init__(self, contents: Any = _UNSET, /, **data: Any) -> None:
-        if contents is not _UNSET:
+    def __init__(self, contents: Any = UNSET, /, **data: Any) -> None:
+        if contents is not UNSET:
             data["contents"] = contents
         if "contents" in data:
-            data["contents"] = _to_contents(data["contents"])
+            data["contents"] = to_contents(data["contents"])
         super().__init__(**data)
 
     @property
@@ -305,7 +175,7 @@ class _Update(BaseModel):
 class _Response(BaseModel):
     """Messages a model or an agent produced in one call."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     messages: tuple[Message, ...] = ()
     response_id: str | None = None
     model: str | None = None
@@ -316,8 +186,8 @@ class _Response(BaseModel):
     """What a routing client changed in the history so the route would accept it."""
     usage: Usage | None = None
 
-    def __init__(self, messages: Any = _UNSET, /, **data: Any) -> None:
-        if messages is not _UNSET:
+    def __init__(self, messages: Any = UNSET, /, **data: Any) -> None:
+        if messages is not UNSET:
             data["messages"] = messages
         if "messages" in data:
             data["messages"] = _to_messages(data["messages"])
@@ -378,14 +248,14 @@ class _Response(BaseModel):
 class AgentResponseUpdate(_Update):
     """One streamed increment of an agent's answer."""
 
-    def __init__(self, contents: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
+    def __init__(self, contents: Any = UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(contents, **data)
 
 
 class AgentResponse(_Response):
     """What an agent answered in one run: its messages, with ``author_name`` set to the agent."""
 
-    def __init__(self, messages: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
+    def __init__(self, messages: Any = UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(messages, **data)
 
 
@@ -394,7 +264,7 @@ class ChatResponseUpdate(_Update):
 
     finish_reason: str | None = None
 
-    def __init__(self, contents: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
+    def __init__(self, contents: Any = UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(contents, **data)
 
 
@@ -403,7 +273,7 @@ class ChatResponse(_Response):
 
     finish_reason: str | None = None
 
-    def __init__(self, messages: Any = _UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
+    def __init__(self, messages: Any = UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
         super().__init__(messages, **data)
 
 

@@ -12,8 +12,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
+from .contents import shorten
 from .errors import did_you_mean
-from .messages import AgentResponse, Message, shorten
+from .messages import AgentResponse, Message
 
 __all__ = ["ContextSnapshot", "Sent", "Trace"]
 

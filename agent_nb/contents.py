@@ -1,0 +1,170 @@
+"""Message contents: text, tool calls and results, user-input requests, data and URIs.
+
+A discriminated union on ``type``: JSON with an unknown ``type`` is refused, naming the known ones.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Content",
+    "DataContent",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "TextContent",
+    "UriContent",
+    "UserInputRequestContent",
+    "UserInputResponseContent",
+    "shorten",
+    "tool_work_as_text",
+]
+
+FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+UNSET: Any = object()
+
+
+class TextContent(BaseModel):
+    """Plain text."""
+
+    model_config = FROZEN
+    type: Literal["text"] = "text"
+    text: str
+
+    def __init__(self, text: Any = None, /, **data: Any) -> None:
+        if text is not None:
+            data["text"] = text
+        super().__init__(**data)
+
+
+class FunctionCallContent(BaseModel):
+    """A model's request to call a function (a tool)."""
+
+    model_config = FROZEN
+    type: Literal["function_call"] = "function_call"
+    call_id: str
+    """Pairs the call with its ``FunctionResultContent``."""
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    """Parsed arguments, or the raw JSON text a provider sent."""
+
+
+class FunctionResultContent(BaseModel):
+    """The result of a function call, answering the call with the same ``call_id``."""
+
+    model_config = FROZEN
+    type: Literal["function_result"] = "function_result"
+    call_id: str
+    result: Any = None
+    """Any JSON-serialisable value."""
+    exception: str | None = None
+    """Set when the function raised; ``result`` is then ``None``."""
+
+
+class UserInputRequestContent(BaseModel):
+    """An agent asks a human for input (or for approval of ``function_call``)."""
+
+    model_config = FROZEN
+    type: Literal["user_input_request"] = "user_input_request"
+    request_id: str
+    prompt: str = ""
+    function_call: FunctionCallContent | None = None
+
+
+class UserInputResponseContent(BaseModel):
+    """A human's answer to the ``UserInputRequestContent`` with the same ``request_id``."""
+
+    model_config = FROZEN
+    type: Literal["user_input_response"] = "user_input_response"
+    request_id: str
+    text: str = ""
+    approved: bool | None = None
+
+
+class DataContent(BaseModel):
+    """Inline binary data such as an image or a file (base64 in JSON)."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", defer_build=True, ser_json_bytes="base64", val_json_bytes="base64"
+    )
+    type: Literal["data"] = "data"
+    data: bytes
+    media_type: str
+
+
+class UriContent(BaseModel):
+    """A reference to data that lives elsewhere."""
+
+    model_config = FROZEN
+    type: Literal["uri"] = "uri"
+    uri: str
+    media_type: str | None = None
+
+
+Content = Annotated[
+    Union[  # noqa: UP007 - a discriminated union needs the Union form on Python 3.10
+        TextContent,
+        FunctionCallContent,
+        FunctionResultContent,
+        UserInputRequestContent,
+        UserInputResponseContent,
+        DataContent,
+        UriContent,
+    ],
+    Field(discriminator="type"),
+]
+_CONTENT_TYPES = (
+    "text",
+    "function_call",
+    "function_result",
+    "user_input_request",
+    "user_input_response",
+    "data",
+    "uri",
+)
+
+
+def to_contents(value: Any) -> Any:
+    """Accept a string, or an iterable of strings, content objects and content dicts.
+
+    Only constructors call this: JSON and dicts go straight to pydantic, which checks
+    the ``type`` tags itself (and names the known ones when a tag is unknown).
+    """
+    if isinstance(value, str):
+        return (TextContent(value),)
+    if isinstance(value, (BaseModel, dict)):
+        value = (value,)
+    out = []
+    for item in value:
+        if isinstance(item, str):
+            item = TextContent(item)
+        elif isinstance(item, dict) and item.get("type") not in _CONTENT_TYPES:
+            raise ValueError(f"unknown content type {item.get('type')!r}; agent_nb knows: {', '.join(_CONTENT_TYPES)}")
+        out.append(item)
+    return tuple(out)
+
+
+def tool_work_as_text(content: Any) -> Any:
+    """A function call or result as text (``[tool call c1: f({...})]``, ``[tool result c1: ...]``); others as they are.
+
+    Used wherever a tool exchange must reach a model that cannot take it as such.
+    """
+    if content.type == "function_call":
+        args = content.arguments if isinstance(content.arguments, str) else json.dumps(content.arguments)
+        return TextContent(f"[tool call {content.call_id}: {content.name}({args})]")
+    if content.type == "function_result":
+        if content.exception:
+            return TextContent(f"[tool result {content.call_id}: error: {content.exception}]")
+        return TextContent(f"[tool result {content.call_id}: {json.dumps(content.result, default=str)}]")
+    return content
