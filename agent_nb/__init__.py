@@ -90,7 +90,8 @@ if _typing.TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # Loaded on first use, so `from agent_nb import WorkflowBuilder` does not pay for SQLite,
-# routing and tool schemas (see bench/: import time is one of the measured targets).
+# routing and tool schemas (see bench/: import time is one of the measured targets). For the
+# same reason asyncio itself is imported where it is used, not at the top of a module.
 _LAZY = {
     "ChatHistoryProvider": "history",
     "InMemoryHistoryProvider": "history",

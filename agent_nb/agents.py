@@ -14,7 +14,6 @@ function tools. With a history provider one turn is exactly:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -238,6 +237,8 @@ class _Turn:
             except Exception as exc:  # the model sees what went wrong and may try again
                 return FunctionResultContent(call_id=call.call_id, exception=f"{type(exc).__name__}: {exc}")
             return FunctionResultContent(call_id=call.call_id, result=result)
+
+        import asyncio  # not at import time: see agent_nb/__init__ (only turns with tools get here)
 
         results = await asyncio.gather(*(one(c) for c in calls))
         if self.options.get("tool_choice") not in (None, "auto", "none"):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -18,6 +17,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     (a Jupyter cell) the loop is made re-entrant with nest_asyncio, so the coroutine
     runs on the kernel's own loop, next to the objects already bound to it.
     """
+    import asyncio  # imported on use, as everywhere in agent_nb: `import agent_nb` stays light
+
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:

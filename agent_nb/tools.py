@@ -19,7 +19,6 @@ Plain functions run in a worker thread, ``async def`` ones on the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -127,6 +126,8 @@ class FunctionTool:
         if self.is_async:
             result = await self.fn(**values)
         else:
+            import asyncio
+
             result = await asyncio.to_thread(self.fn, **values)
             if inspect.isawaitable(result):  # a def that returns a coroutine
                 result = await result

@@ -21,7 +21,7 @@ def test_import_does_not_pull_heavy_or_optional_packages():
     code = (
         "import sys, json; import agent_nb; from agent_nb import WorkflowBuilder, AgentExecutor; "
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'openai', 'matplotlib', 'ipywidgets', 'IPython', 'numpy', 'nest_asyncio', 'httpx', 'httpx2', 'sqlite3'})))"
+        "{'openai', 'matplotlib', 'ipywidgets', 'IPython', 'numpy', 'nest_asyncio', 'httpx', 'httpx2', 'sqlite3', 'asyncio'})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

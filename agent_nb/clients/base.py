@@ -9,7 +9,6 @@ clients the defaults: caller-managed, everything supported.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -131,6 +130,8 @@ class OfflineChatClient(ABC):
         *,
         session: AgentSession | None = None,
     ) -> AsyncIterator[ChatResponseUpdate]:
+        import asyncio  # on use: importing agent_nb does not import asyncio
+
         response = await self.get_response(messages, options, session=session)
         last = len(response.messages) - 1
         previous: tuple[str, str | None, str | None] | None = None

@@ -8,7 +8,6 @@ cancelled and every executor goes back to the state it had before the run.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -221,13 +220,13 @@ class _Run:
         start = time.perf_counter()
         try:
             await executor.execute(message, ctx)
-        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit) as exc:
-            self._record(ctx, executor, message, index, start, error=f"cancelled ({type(exc).__name__})")
-            raise
         except Exception as exc:
             self._record(ctx, executor, message, index, start, error=f"{type(exc).__name__}: {exc}")
             self.emit(ExecutorFailed(eid, step, exc))
             raise _Failure(eid, step, exc) from exc
+        except BaseException as exc:  # cancelled (CancelledError, KeyboardInterrupt): not a failure of its own
+            self._record(ctx, executor, message, index, start, error=f"cancelled ({type(exc).__name__})")
+            raise
         self._record(ctx, executor, message, index, start)
         self.emit(ExecutorCompleted(eid, step))
 
@@ -286,6 +285,8 @@ def _select(group: EdgeGroup, message: Any, source: str) -> list[str]:
 
 async def _all_or_cancel(coros: list[Any]) -> None:
     """Run concurrently; on the first failure cancel the rest and re-raise it."""
+    import asyncio  # on use: a chain never gets here, and importing agent_nb stays light
+
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:
         await asyncio.gather(*tasks)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, Coroutine, Mapping
 from typing import Any, Literal, cast, overload
 
@@ -205,6 +204,8 @@ class WorkflowRunStream:
         await self.aclose()
 
     async def _events(self) -> AsyncGenerator[WorkflowEvent, None]:
+        import asyncio  # on use: importing agent_nb does not import asyncio
+
         queue: asyncio.Queue[Any] = asyncio.Queue()
         with self._workflow._claim():
             run = _Run(
