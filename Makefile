@@ -1,11 +1,12 @@
 # make demo  - create .venv, install agent_nb, run the offline three-agent demo
-# make test  - install the dev tools, then ruff, mypy and the whole suite (unit tests and notebooks)
+# make test  - install the dev tools (and chromium, when missing), then ruff, mypy and the whole suite:
+#              unit tests, notebooks under nbval, the browser tests, the real local model tests
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test lint notebooks bench bench-quick clean
+.PHONY: demo test lint system-deps notebooks bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
@@ -26,7 +27,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check agent_nb tests bench
 	$(BIN)/mypy
 
-test: lint
+# The browser tests drive Debian's chromium (Playwright's own browser download is not used).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium; }
+
+test: lint system-deps
 	$(BIN)/python -m pytest
 
 # Re-execute the notebooks and store their outputs (what nbval compares against).
@@ -36,10 +41,12 @@ notebooks: $(VENV)/.installed-dev
 bench: $(VENV)/.installed
 	$(BIN)/python bench/agent_nb_bench.py
 	$(BIN)/python bench/routing_bench.py
+	$(BIN)/python bench/display_bench.py
 
 bench-quick: $(VENV)/.installed
 	$(BIN)/python bench/agent_nb_bench.py --quick
 	$(BIN)/python bench/routing_bench.py --quick
+	$(BIN)/python bench/display_bench.py --quick
 
 clean:
 	rm -rf $(VENV) demo.html

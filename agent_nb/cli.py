@@ -23,7 +23,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(summary(result.trace))
     if args.html:
         path = Path(args.html)
-        path.write_text(demo_html(result.trace), encoding="utf-8")
+        path.write_text(demo_html(result), encoding="utf-8")
         print(f"\nwrote {path} (open it in a browser)")
     return 0
 

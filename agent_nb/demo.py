@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from .agents import ChatAgent
 from .clients import MirrorChatClient
-from .display.context import trace_html
-from .display.html import escape, page
+from .display.html import container, escape, page
+from .display.run import run_view
+from .display.timeline import timeline_html
 from .trace import Trace
-from .workflow import AgentExecutor, Workflow, WorkflowBuilder
+from .workflow import AgentExecutor, RunResult, Workflow, WorkflowBuilder
 from .workflow.filters import user_messages
 
 __all__ = ["QUESTION", "build_demo", "demo_html", "summary", "who_saw"]
@@ -63,8 +64,9 @@ def summary(trace: Trace) -> str:
     return "\n".join(lines)
 
 
-def demo_html(trace: Trace) -> str:
-    """The standalone page ``agent-nb demo`` writes."""
+def demo_html(result: RunResult) -> str:
+    """The standalone page ``agent-nb demo`` writes: who saw what, the run view, the timeline."""
+    trace = result.trace
     replies = [f"{s.executor_id}'s reply" for s in trace if s.response is not None][:-1]
     head = "".join(f"<th>{escape(c)}</th>" for c in ["agent", "context mode", "question", *replies])
     rows = "".join(
@@ -78,6 +80,13 @@ def demo_html(trace: Trace) -> str:
         "<p>Three agents on the offline <code>MirrorChatClient</code>: each reply describes exactly what "
         "that agent was given. The planner keeps the <code>full</code> conversation, the researcher a "
         "<code>custom</code> filter (user messages only), the writer only the <code>last_agent</code>'s reply.</p>"
-        f"<table><tr>{head}</tr>{rows}</table><h2>Every executor's active context</h2>"
+        f"<h2>Who was given what</h2><table><tr>{head}</tr>{rows}</table>"
     )
-    return page("agent_nb demo", f'<div class="anb">{intro}</div>' + trace_html(trace))
+    return page(
+        "agent_nb demo",
+        container(intro)
+        + "<h2>Every executor's active context</h2>"
+        + run_view(result)
+        + "<h2>Timeline</h2>"
+        + timeline_html(trace),
+    )

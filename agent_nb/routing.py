@@ -279,6 +279,12 @@ class RoutingChatClient:
     def __repr__(self) -> str:
         return f"RoutingChatClient({list(self._routes)}, default_route={self.default_route!r})"
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        from .display.bundle import mimebundle
+        from .display.state import routes_html
+
+        return mimebundle(repr(self), lambda: routes_html(self), include, exclude)
+
 
 def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, ModelError):

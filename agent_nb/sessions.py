@@ -50,3 +50,9 @@ class AgentSession:
 
     def __repr__(self) -> str:
         return f"AgentSession({self.session_id!r}, state_keys={sorted(self.state)!r})"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        from .display.bundle import mimebundle
+        from .display.state import session_html
+
+        return mimebundle(repr(self), lambda: session_html(self), include, exclude)

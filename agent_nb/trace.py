@@ -67,6 +67,13 @@ class ContextSnapshot:
             return "answered"
         return "cached" if self.kind == "agent" else "ran"
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        from .display.bundle import mimebundle
+        from .display.context import snapshot_html
+        from .display.html import container
+
+        return mimebundle(Trace([self]).to_text(), lambda: container(snapshot_html(self)), include, exclude)
+
     def reassigned(self) -> tuple[bool, ...]:
         """Per message of ``given``: whether its role was reassigned (another agent's reply handed over as user)."""
         if self.given is None:
@@ -199,11 +206,7 @@ class Trace(Sequence[ContextSnapshot]):
         return f"Trace({len(self)} snapshots, executors={list(self.executor_ids)})"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        from .display.bundle import mimebundle  # displays are loaded when something is shown
         from .display.context import trace_html
 
-        bundle = {"text/plain": self.to_text(), "text/html": trace_html(self)}
-        if include:
-            bundle = {k: v for k, v in bundle.items() if k in include}
-        if exclude:
-            bundle = {k: v for k, v in bundle.items() if k not in exclude}
-        return bundle
+        return mimebundle(self.to_text(), lambda: trace_html(self), include, exclude)

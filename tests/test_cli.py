@@ -20,7 +20,9 @@ def test_demo_prints_each_executor_and_writes_html(tmp_path, capsys):
         assert part in text
     assert "writer      last_agent              -" in text  # the writer never saw the question
     html = out.read_text()
-    assert html.startswith("<!DOCTYPE html>") and "researcher" in html and "<script" not in html
+    assert html.startswith("<!DOCTYPE html>") and "<script" not in html
+    assert html.count('<section class="col"') == 3 and '<svg class="anb-graph"' in html  # run view: graph + columns
+    assert "Timeline" in html and "Who was given what" in html
 
 
 def test_demo_without_html(tmp_path, capsys, monkeypatch):

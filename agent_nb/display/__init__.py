@@ -1,6 +1,37 @@
-"""Displays: workflows and traces as HTML and text. Pure functions of data, everything escaped."""
+"""Displays: workflows, runs and traces as HTML, SVG, text and images.
 
-from .context import trace_html
+Pure functions of data: nothing here calls IPython; options (limits, theme) are
+arguments, so tests render exact output. Every string is escaped, nothing is loaded
+from the network, no script runs. Objects display themselves in a notebook through
+``_repr_mimebundle_``; these are the functions behind that, for finer control.
+"""
+
+from .context import columns_html, snapshot_html, trace_html
+from .graph import Graph, Link, Node, graph_of, graph_svg
 from .html import escape, page
+from .mermaid import to_dot, to_mermaid
+from .run import RunView, run_view
+from .state import MessagesView, messages_html, routes_html, session_html
+from .timeline import timeline_html
 
-__all__ = ["escape", "page", "trace_html"]
+__all__ = [
+    "Graph",
+    "Link",
+    "MessagesView",
+    "Node",
+    "RunView",
+    "columns_html",
+    "escape",
+    "graph_of",
+    "graph_svg",
+    "messages_html",
+    "page",
+    "routes_html",
+    "run_view",
+    "session_html",
+    "snapshot_html",
+    "timeline_html",
+    "to_dot",
+    "to_mermaid",
+    "trace_html",
+]

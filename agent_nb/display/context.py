@@ -1,44 +1,76 @@
-"""The trace as HTML: one column per executor, one card per invocation.
+"""Every executor's active context, side by side: one column per executor, one card per invocation.
 
-Each card shows what arrived, what the context mode dropped (struck through), the
-exact messages the agent was given (reassigned roles marked), and what it answered.
+A card shows what arrived, what the context mode or filter dropped (struck through and
+greyed), the exact messages the agent was given (another agent's replies marked as handed
+over), what it answered and which route answered. Columns carry the message count and an
+estimated token count of the executor's last context.
 """
 
 from __future__ import annotations
 
-from ..messages import estimate_tokens
+from collections.abc import Sequence
+
+from ..messages import Message, estimate_tokens
 from ..trace import ContextSnapshot, Trace, describe_value
-from .html import CSS, bubble, escape
+from .html import Theme, bubble, container, escape, fold_list
 
-__all__ = ["trace_html"]
+__all__ = ["columns_html", "snapshot_html", "trace_html"]
 
 
-def _card(s: ContextSnapshot, max_chars: int) -> str:
+_NOT_RUN = '<div class="card meta">did not run</div>'
+LEGEND = (
+    '<div class="meta">struck through: dropped by the context mode or filter · '
+    '<span class="badge moved">handed over as user</span>: another agent\'s reply, given as a user message</div>'
+)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _messages(
+    messages: Sequence[Message], limit: int, max_chars: int, *, dropped: bool = False, was: Sequence[Message] = ()
+) -> str:
+    def render(i: int, m: Message) -> str:
+        moved = was[i].role if was and was[i] is not m and was[i].role != m.role else None
+        return bubble(m, dropped=dropped, moved_from=moved, max_chars=max_chars)
+
+    return fold_list(messages, limit, render)
+
+
+def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int = 400) -> str:
+    """One invocation as a card."""
     head = f"superstep {s.superstep}"
     if s.context_mode:
         head += f" · {escape(s.context_mode)}"
     if s.context_filter:
         head += f" ({escape(s.context_filter)})"
-    head += f" · {escape(s.status)}"
-    out = [f'<div class="card {escape(s.status)}"><div class="meta">{head}</div>']
-    out.append(f'<div class="label">received</div><div>{escape(describe_value(s.received))}</div>')
+    status = "ran" if s.status in ("answered", "ran") else s.status
+    out = [
+        f'<div class="card {escape(s.status)}"><div class="meta">{head} '
+        f'<span class="status {escape(status)}">{escape(s.status)}</span></div>',
+        f'<div class="label">received</div><div>{escape(describe_value(s.received))}</div>',
+    ]
     if s.dropped:
         by = s.context_filter or s.context_mode or "filter"
         out.append(f'<div class="label">dropped by {escape(by)} ({len(s.dropped)})</div>')
-        out.extend(bubble(m, dropped=True, max_chars=max_chars) for m in s.dropped)
+        out.append(_messages(s.dropped, max_messages, max_chars, dropped=True))
     if s.given is not None:
         tokens = estimate_tokens(s.given)
         out.append(f'<div class="label">given to the agent ({len(s.given)} · ~{tokens} tokens)</div>')
-        out.extend(
-            bubble(m, reassigned=moved, max_chars=max_chars) for m, moved in zip(s.given, s.reassigned(), strict=True)
-        )
+        was = s.cached if len(s.cached) == len(s.given) else ()
+        out.append(_messages(s.given, max_messages, max_chars, was=was))
     elif s.kind == "agent" and s.kept:
-        out.append(f'<div class="label">cached ({len(s.kept)})</div>')
-        out.extend(bubble(m, max_chars=max_chars) for m in s.kept)
+        out.append(f'<div class="label">cached for its turn ({len(s.kept)})</div>')
+        out.append(_messages(s.kept, max_messages, max_chars))
     if s.response is not None:
-        model = f" · {escape(s.response.model)}" if s.response.model else ""
-        out.append(f'<div class="label">answered{model}</div>')
-        out.extend(bubble(m, max_chars=max_chars) for m in s.response.messages)
+        answered_by = [f"route {s.response.route}"] if s.response.route else []
+        answered_by += [s.response.model] if s.response.model else []
+        note = " · " + escape(" · ".join(answered_by)) if answered_by else ""
+        out.append(f'<div class="label">answered{note}</div>')
+        if s.response.repairs:
+            out.append(f'<div class="meta">repaired: {escape("; ".join(s.response.repairs))}</div>')
+        out.append(_messages(s.response.messages, max_messages, max_chars))
     for sent in s.sent:
         to = ", ".join(sent.targets) or "nobody"
         out.append(f'<div class="meta">sent {escape(describe_value(sent.message))} → {escape(to)}</div>')
@@ -48,14 +80,35 @@ def _card(s: ContextSnapshot, max_chars: int) -> str:
     return "".join(out)
 
 
-def trace_html(trace: Trace, *, max_chars: int = 400, title: str | None = None) -> str:
-    """An HTML fragment (with its scoped stylesheet) showing every executor's context side by side."""
+def columns_html(trace: Trace, *, max_messages: int = 40, max_chars: int = 400, max_cards: int = 20) -> str:
+    """The columns (no stylesheet: embed in a ``container``)."""
+    by_executor: dict[str, list[ContextSnapshot]] = {eid: [] for eid in trace.executor_ids}
+    for s in trace:
+        by_executor.setdefault(s.executor_id, []).append(s)
     cols = []
-    for eid in trace.executor_ids:
-        snaps = [s for s in trace if s.executor_id == eid]
+    for eid, snaps in by_executor.items():
         kind = snaps[0].kind if snaps else "not run"
-        meta = f"{escape(kind)} · {len(snaps)} invocation{'s' if len(snaps) != 1 else ''}"
-        cards = "".join(_card(s, max_chars) for s in snaps) or '<div class="card meta">did not run</div>'
-        cols.append(f'<div class="col"><h3>{escape(eid)} <span class="meta">{meta}</span></h3>{cards}</div>')
+        last = next((s for s in reversed(snaps) if s.given is not None), None)
+        facts = [kind, _count(len(snaps), "invocation")]
+        if last is not None:
+            facts.append(f"{_count(len(last.given or ()), 'message')} · ~{estimate_tokens(last.given or ())} tokens")
+            if last.response is not None and last.response.route:
+                facts.append(f"route {last.response.route}")
+        cards = fold_list(
+            snaps,
+            max_cards,
+            lambda _, s: snapshot_html(s, max_messages=max_messages, max_chars=max_chars),
+            "invocations",
+        )
+        cols.append(
+            f'<section class="col" data-executor="{escape(eid)}"><header><h3>{escape(eid)}</h3>'
+            f'<div class="meta">{escape(" · ".join(facts))}</div></header>'
+            f"{cards or _NOT_RUN}</section>"
+        )
+    return f'<div class="cols">{"".join(cols)}</div>'
+
+
+def trace_html(trace: Trace, *, title: str | None = None, theme: Theme = "auto", **limits: int) -> str:
+    """The trace as a display: a heading and the columns."""
     heading = f"<h2>{escape(title)}</h2>" if title else ""
-    return f'<div class="anb"><style>{CSS}</style>{heading}<div class="cols">{"".join(cols)}</div></div>'
+    return container(heading + columns_html(trace, **limits), theme)

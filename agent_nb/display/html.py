@@ -1,44 +1,77 @@
-"""HTML building blocks: escaping, the scoped stylesheet, message bubbles, a standalone page.
+"""HTML building blocks: escaping, the themed stylesheet, message bubbles, a standalone page.
 
-Every string that reaches HTML goes through ``escape``; the stylesheet is scoped to
-``.anb`` so a display never restyles the notebook around it, and nothing is loaded
-from the network.
+Every string that reaches HTML goes through ``escape``. The stylesheet is scoped to
+``.anb`` (a display never restyles the notebook around it), loads nothing, and colours
+everything through CSS variables: in ``auto`` they follow the host's theme (JupyterLab,
+VS Code) with light fallbacks; ``light`` and ``dark`` force a palette.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
 
 from ..messages import Message
 
-__all__ = ["CSS", "bubble", "escape", "page"]
+__all__ = ["CSS", "Theme", "bubble", "container", "escape", "fold_list", "page"]
 
-CSS = """
-.anb{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;color:#1f2328;line-height:1.4}
-.anb .cols{display:flex;gap:12px;overflow-x:auto;align-items:flex-start;padding-bottom:6px}
-.anb .col{flex:0 0 300px;border:1px solid #d0d7de;border-radius:8px;background:#f6f8fa}
-.anb .col>h3{margin:0;padding:8px 10px;font-size:14px;border-bottom:1px solid #d0d7de;background:#fff;
-  border-radius:8px 8px 0 0}
-.anb .meta{color:#57606a;font-size:12px;font-weight:normal}
-.anb .card{margin:8px;padding:8px;border-radius:6px;background:#fff;border:1px solid #e1e4e8}
-.anb .card.failed{border-color:#cf222e}
-.anb .label{font-size:11px;text-transform:uppercase;letter-spacing:.04em;color:#57606a;margin:6px 0 2px}
-.anb .msg{margin:3px 0;padding:5px 8px;border-radius:10px;white-space:pre-wrap;word-break:break-word}
-.anb .msg .who{display:block;font-size:11px;color:#57606a}
-.anb .msg.system{background:#fff8c5}
-.anb .msg.user{background:#ddf4ff}
-.anb .msg.assistant{background:#dafbe1}
-.anb .msg.tool{background:#f0e7ff}
-.anb .msg.dropped{background:#eaeef2;color:#8c959f;text-decoration:line-through}
-.anb .badge{display:inline-block;font-size:10px;padding:0 5px;border-radius:8px;background:#eaeef2;color:#57606a;
-  margin-left:4px}
-.anb .badge.moved{background:#fff1e5;color:#953800}
-.anb .error{color:#cf222e;white-space:pre-wrap}
-.anb details>summary{cursor:pointer;color:#0969da}
-.anb table{border-collapse:collapse;margin:8px 0}
-.anb th,.anb td{border:1px solid #d0d7de;padding:4px 10px;text-align:left}
-.anb th{background:#f6f8fa}
-"""
+Theme = Literal["auto", "light", "dark"]
+T = TypeVar("T")
+
+_LIGHT = (
+    "--anb-fg:#1f2328;--anb-muted:#57606a;--anb-bg:#ffffff;--anb-panel:#f6f8fa;--anb-border:#d0d7de;"
+    "--anb-accent:#0969da;--anb-ok:#1a7f37;--anb-ok-bg:#dafbe1;--anb-fail:#cf222e;--anb-fail-bg:#ffebe9;"
+    "--anb-wait:#9a6700;--anb-wait-bg:#fff8c5"
+)
+_DARK = (
+    "--anb-fg:#e6edf3;--anb-muted:#9198a1;--anb-bg:#0d1117;--anb-panel:#161b22;--anb-border:#3d444d;"
+    "--anb-accent:#4493f8;--anb-ok:#3fb950;--anb-ok-bg:#12261e;--anb-fail:#f85149;--anb-fail-bg:#2d1214;"
+    "--anb-wait:#d29922;--anb-wait-bg:#272115"
+)
+_HOST = (  # follow JupyterLab / VS Code when their variables exist
+    "--anb-fg:var(--jp-content-font-color1,var(--vscode-editor-foreground,#1f2328));"
+    "--anb-muted:var(--jp-content-font-color2,var(--vscode-descriptionForeground,#57606a));"
+    "--anb-bg:var(--jp-layout-color0,var(--vscode-editor-background,#ffffff));"
+    "--anb-panel:var(--jp-layout-color1,var(--vscode-sideBar-background,#f6f8fa));"
+    "--anb-border:var(--jp-border-color1,var(--vscode-panel-border,#d0d7de))"
+)
+
+CSS = (
+    f".anb{{{_LIGHT};{_HOST}}}.anb.theme-light{{{_LIGHT}}}.anb.theme-dark{{{_DARK}}}"
+    ".anb{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.4;"
+    "color:var(--anb-fg);background:var(--anb-bg);padding:6px;border-radius:8px}"
+    ".anb h2{font-size:15px;margin:4px 0 8px}.anb h3{margin:0;font-size:14px}"
+    ".anb .run{display:flex;gap:16px;align-items:flex-start}"
+    ".anb .graph{flex:0 0 auto;overflow:auto;max-height:80vh}"
+    ".anb .cols{display:flex;gap:12px;overflow-x:auto;align-items:flex-start;padding-bottom:6px}"
+    ".anb .col{flex:0 0 300px;border:1px solid var(--anb-border);border-radius:8px;background:var(--anb-panel)}"
+    ".anb .col>header{padding:8px 10px;border-bottom:1px solid var(--anb-border);background:var(--anb-bg);"
+    "border-radius:8px 8px 0 0}"
+    ".anb .meta{color:var(--anb-muted);font-size:12px;font-weight:normal}"
+    ".anb .card{margin:8px;padding:8px;border-radius:6px;background:var(--anb-bg);border:1px solid var(--anb-border)}"
+    ".anb .card.failed{border-color:var(--anb-fail)}"
+    ".anb .label{font-size:11px;text-transform:uppercase;letter-spacing:.04em;color:var(--anb-muted);margin:6px 0 2px}"
+    ".anb .msg{margin:3px 0;padding:5px 8px;border-radius:10px;white-space:pre-wrap;word-break:break-word}"
+    ".anb .msg .who{display:block;font-size:11px;color:var(--anb-muted)}"
+    ".anb .msg.system{background:rgba(212,167,44,.18)}.anb .msg.user{background:rgba(84,174,255,.16)}"
+    ".anb .msg.assistant{background:rgba(74,194,107,.16)}.anb .msg.tool{background:rgba(163,113,247,.16)}"
+    ".anb .msg.dropped{background:rgba(140,149,159,.12);color:var(--anb-muted);text-decoration:line-through}"
+    ".anb .badge{display:inline-block;font-size:10px;padding:0 5px;border-radius:8px;margin-left:4px;"
+    "background:rgba(140,149,159,.2);color:var(--anb-muted);text-decoration:none}"
+    ".anb .badge.moved{background:rgba(219,109,40,.18);color:var(--anb-fg)}"
+    ".anb .status{font-size:11px;padding:0 6px;border-radius:8px;border:1px solid var(--anb-border)}"
+    ".anb .status.ran{color:var(--anb-ok);border-color:var(--anb-ok)}"
+    ".anb .status.failed{color:var(--anb-fail);border-color:var(--anb-fail)}"
+    ".anb .status.waiting{color:var(--anb-wait);border-color:var(--anb-wait)}"
+    ".anb .fold{color:var(--anb-muted);font-style:italic;font-size:12px;margin:4px 0}"
+    ".anb .error{color:var(--anb-fail);white-space:pre-wrap}"
+    ".anb details>summary{cursor:pointer;color:var(--anb-accent)}"
+    ".anb table{border-collapse:collapse;margin:8px 0}"
+    ".anb th,.anb td{border:1px solid var(--anb-border);padding:3px 8px;text-align:left;vertical-align:top}"
+    ".anb th{background:var(--anb-panel)}"
+    ".anb .bar{display:inline-block;height:8px;background:var(--anb-accent);border-radius:2px;margin-right:4px}"
+)
 
 
 def escape(value: object) -> str:
@@ -46,23 +79,33 @@ def escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def container(body: str, theme: Theme = "auto") -> str:
+    """A display's outer element with its stylesheet; ``theme`` picks the palette."""
+    if theme not in ("auto", "light", "dark"):
+        raise ValueError(f"theme must be 'auto', 'light' or 'dark', not {theme!r}")
+    extra = "" if theme == "auto" else f" theme-{theme}"
+    return f'<div class="anb{extra}"><style>{CSS}</style>{body}</div>'
+
+
 def _folded(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return escape(text)
-    rest = len(text) - max_chars
+    hidden = text[max_chars : max_chars * 10]
+    beyond = len(text) - max_chars - len(hidden)
+    tail = f" … and {beyond} more characters" if beyond > 0 else ""
     return (
-        f"{escape(text[:max_chars])}<details><summary>{rest} more characters</summary>"
-        f"{escape(text[max_chars:])}</details>"
+        f"{escape(text[:max_chars])}<details><summary>{len(text) - max_chars} more characters</summary>"
+        f"{escape(hidden)}{tail}</details>"
     )
 
 
-def bubble(message: Message, *, dropped: bool = False, reassigned: bool = False, max_chars: int = 400) -> str:
-    """One message as a chat bubble: role, author, badges, text (folded when long)."""
+def bubble(message: Message, *, dropped: bool = False, moved_from: str | None = None, max_chars: int = 400) -> str:
+    """One message as a chat bubble: role, author, badges, text (folded when long), tool work."""
     who = escape(message.role)
     if message.author_name:
         who += f" · {escape(message.author_name)}"
-    if reassigned:
-        who += '<span class="badge moved">handed over as user</span>'
+    if moved_from:
+        who += f'<span class="badge moved">{escape(moved_from)} handed over as user</span>'
     if dropped:
         who += '<span class="badge">dropped</span>'
     parts = []
@@ -70,13 +113,30 @@ def bubble(message: Message, *, dropped: bool = False, reassigned: bool = False,
         parts.append(_folded(message.text, max_chars))
     for c in message.contents:
         if c.type == "function_call":
-            parts.append(f"→ call {escape(c.name)}({escape(c.arguments)}) [{escape(c.call_id)}]")
+            parts.append(f"→ call {escape(c.name)}({_folded(str(c.arguments), max_chars)}) [{escape(c.call_id)}]")
         elif c.type == "function_result":
-            parts.append(f"← result [{escape(c.call_id)}]: {_folded(str(c.result), max_chars)}")
+            outcome = f"error: {c.exception}" if c.exception else c.result
+            parts.append(f"← result [{escape(c.call_id)}]: {_folded(str(outcome), max_chars)}")
         elif c.type != "text":
             parts.append(f"[{escape(c.type)}]")
     classes = "msg dropped" if dropped else f"msg {escape(message.role)}"
     return f'<div class="{classes}"><span class="who">{who}</span>{"<br>".join(parts)}</div>'
+
+
+def fold_list(items: Sequence[T], limit: int, render: Callable[[int, T], str], what: str = "messages") -> str:
+    """At most ``limit`` items rendered (``render(index, item)``): the first few and the last, the rest counted.
+
+    Only what is shown is rendered, so a long conversation costs what the page shows.
+    """
+    n = len(items)
+    if n <= limit:
+        return "".join(render(i, item) for i, item in enumerate(items))
+    head = max(limit // 4, 1)
+    tail = limit - head
+    shown = [render(i, items[i]) for i in range(head)]
+    shown.append(f'<div class="fold">… {n - head - tail} {what} not shown …</div>')
+    shown.extend(render(i, items[i]) for i in range(n - tail, n))
+    return "".join(shown)
 
 
 def page(title: str, body: str) -> str:
@@ -85,5 +145,6 @@ def page(title: str, body: str) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<style>body{{margin:24px}}{CSS}</style></head>\n<body>{body}</body></html>\n"
+        "<style>body{margin:24px;font-family:system-ui,-apple-system,'Segoe UI',sans-serif}</style>"
+        f"</head>\n<body>{body}</body></html>\n"
     )

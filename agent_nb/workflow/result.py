@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..trace import Trace
 from .events import WorkflowEvent
+
+if TYPE_CHECKING:
+    from .workflow import Workflow
 
 __all__ = ["RunResult"]
 
@@ -19,6 +22,8 @@ class RunResult:
     trace: Trace
     status: str
     """``"completed"`` or ``"failed"``."""
+    workflow: Workflow | None = None
+    """The workflow that ran (displays draw its graph)."""
 
     def get_outputs(self) -> list[Any]:
         """The outputs in the order they were yielded (``AgentResponse`` objects for agents)."""
@@ -37,7 +42,7 @@ class RunResult:
         return f"RunResult(status={self.status!r}, outputs={len(self.get_outputs())}, snapshots={len(self.trace)})"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        bundle = self.trace._repr_mimebundle_(include, exclude)
-        if "text/plain" in bundle:
-            bundle["text/plain"] = f"{self!r}\n{bundle['text/plain']}"
-        return bundle
+        from ..display.bundle import mimebundle
+        from ..display.run import run_view
+
+        return mimebundle(f"{self!r}\n{self.trace.to_text()}", lambda: run_view(self), include, exclude)

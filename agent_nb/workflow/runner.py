@@ -170,7 +170,7 @@ class _Run:
     def result(self, status: str) -> RunResult:
         snapshots = sorted(self._snapshots, key=lambda s: s.index)
         trace = Trace(snapshots, tuple(self.workflow.executors))
-        return RunResult(tuple(self.events), trace, status)
+        return RunResult(tuple(self.events), trace, status, self.workflow)
 
     async def _superstep(self) -> None:
         self.superstep += 1

@@ -147,6 +147,37 @@ class Workflow:
         shared = dict(given.get("*", {}))
         return {eid: {**shared, **given.get(eid, {})} for eid in self.executors}
 
+    # -- pictures -----------------------------------------------------------------
+
+    def to_mermaid(self) -> str:
+        """The graph as a Mermaid flowchart (text, for documents)."""
+        from ..display.graph import graph_of
+        from ..display.mermaid import to_mermaid
+
+        return to_mermaid(graph_of(self))
+
+    def to_dot(self) -> str:
+        """The graph in Graphviz DOT (text; agent_nb itself never needs Graphviz)."""
+        from ..display.graph import graph_of
+        from ..display.mermaid import to_dot
+
+        return to_dot(graph_of(self))
+
+    def to_figure(self) -> Any:
+        """The graph as a matplotlib figure: ``workflow.to_figure().savefig("graph.png")``."""
+        from ..display.graph import graph_of
+        from ..display.plots import graph_figure
+
+        return graph_figure(graph_of(self))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        from ..display.bundle import mimebundle
+        from ..display.graph import graph_of, graph_svg
+        from ..display.html import container
+
+        plain = f"{self!r}\n" + "\n".join(f"  {e.source} -> {e.target}" for e in self.edges)
+        return mimebundle(plain, lambda: container(graph_svg(graph_of(self))), include, exclude)
+
     def __repr__(self) -> str:
         return f"Workflow({self.name!r}, executors={list(self.executors)}, start={self.start_executor_id!r})"
 

@@ -1,0 +1,288 @@
+"""The workflow graph: a neutral description, a layered layout, and inline SVG.
+
+The layout is computed here in Python (no Graphviz, no JavaScript, no network): cycles are
+broken at their back edges, nodes are put in layers by their longest path from the start,
+ordered within layers to reduce crossings, and edges are drawn as curves. Conditional
+edges are dashed and labelled, back edges curve around the side, the start is marked.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .html import escape
+
+if TYPE_CHECKING:
+    from ..trace import Trace
+    from ..workflow.workflow import Workflow
+
+__all__ = ["Graph", "Link", "Node", "graph_of", "graph_svg"]
+
+NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 196, 46, 28, 40, 16
+
+
+@dataclass(frozen=True)
+class Node:
+    """One executor as drawn."""
+
+    id: str
+    kind: str
+    mode: str | None = None
+    """Context mode (with the filter's name for ``custom``) of agent executors."""
+    start: bool = False
+    status: str | None = None
+    """``not run``, ``ran``, ``failed`` or ``waiting``; ``None`` when there is no run to show."""
+
+    @property
+    def caption(self) -> str:
+        return self.kind if self.mode is None else f"{self.kind} · {self.mode}"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One edge as drawn."""
+
+    source: str
+    target: str
+    kind: str = "direct"
+    label: str | None = None
+    conditional: bool = False
+
+
+@dataclass(frozen=True)
+class Graph:
+    """What a display needs to know of a workflow (and, for a run, what each executor did)."""
+
+    name: str
+    nodes: tuple[Node, ...]
+    links: tuple[Link, ...]
+    start: str
+
+    def node(self, node_id: str) -> Node:
+        return next(n for n in self.nodes if n.id == node_id)
+
+
+def _mode_of(executor: object) -> str | None:
+    mode = getattr(executor, "context_mode", None)
+    if mode is None:
+        return None
+    fn = getattr(executor, "context_filter", None)
+    return f"custom({getattr(fn, '__name__', 'filter')})" if mode == "custom" and fn is not None else str(mode)
+
+
+def _status(trace: Trace, executor_id: str) -> str:
+    snaps = [s for s in trace if s.executor_id == executor_id]
+    if not snaps:
+        return "not run"
+    if any(s.error is not None for s in snaps):
+        return "failed"
+    return "ran" if any(s.status in ("answered", "ran") for s in snaps) else "waiting"
+
+
+def graph_of(workflow: Workflow, trace: Trace | None = None) -> Graph:
+    """The graph of ``workflow``; with a ``trace``, each node's status and the modes that run used."""
+    nodes = []
+    for eid, ex in workflow.executors.items():
+        mode = _mode_of(ex)
+        status = None
+        if trace is not None:
+            status = _status(trace, eid)
+            ran = [s for s in trace if s.executor_id == eid and s.context_mode]
+            if ran:  # the mode of that run, which may differ from the executor's mode now
+                last = ran[-1]
+                mode = f"custom({last.context_filter})" if last.context_filter else last.context_mode
+        nodes.append(Node(eid, ex.kind, mode, eid == workflow.start_executor_id, status))
+    links = tuple(
+        Link(e.source, e.target, e.kind, e.label, e.condition is not None or e.label is not None)
+        for e in workflow.edges
+    )
+    return Graph(workflow.name, tuple(nodes), links, workflow.start_executor_id)
+
+
+# -- layout ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Layout:
+    pos: dict[str, tuple[float, float]] = field(default_factory=dict)
+    back: set[tuple[str, str]] = field(default_factory=set)
+    width: float = 0.0
+    height: float = 0.0
+
+
+def _back_edges(graph: Graph) -> set[tuple[str, str]]:
+    """Edges that close a cycle, found by a depth-first walk from the start (iterative: 50 deep is fine)."""
+    out: dict[str, list[str]] = {n.id: [] for n in graph.nodes}
+    for link in graph.links:
+        out[link.source].append(link.target)
+    back, done, on_path = set(), set(), set()
+    roots = [graph.start] + [n.id for n in graph.nodes if n.id != graph.start]
+    for root in roots:
+        if root in done:
+            continue
+        stack = [(root, iter(out[root]))]
+        on_path.add(root)
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                on_path.discard(node)
+                done.add(node)
+            elif child in on_path:
+                back.add((node, child))
+            elif child not in done:
+                on_path.add(child)
+                stack.append((child, iter(out[child])))
+    return back
+
+
+def _layers(graph: Graph, back: set[tuple[str, str]]) -> list[list[str]]:
+    ids = [n.id for n in graph.nodes]
+    forward = [(lk.source, lk.target) for lk in graph.links if (lk.source, lk.target) not in back]
+    rank = dict.fromkeys(ids, 0)
+    for _ in ids:  # longest path by relaxation; a DAG settles within len(ids) rounds
+        changed = False
+        for s, t in forward:
+            if rank[t] < rank[s] + 1:
+                rank[t], changed = rank[s] + 1, True
+        if not changed:
+            break
+    layers: list[list[str]] = [[] for _ in range(max(rank.values(), default=0) + 1)]
+    for eid in ids:
+        layers[rank[eid]].append(eid)
+    preds = {eid: [s for s, t in forward if t == eid] for eid in ids}
+    succs = {eid: [t for s, t in forward if s == eid] for eid in ids}
+    for _ in range(4):  # barycentre sweeps, down then up
+        for sweep, neighbours, step in ((range(1, len(layers)), preds, -1), (range(len(layers) - 2, -1, -1), succs, 1)):
+            for i in sweep:
+                where = {eid: k for k, eid in enumerate(layers[i + step])}
+                now = {eid: float(k) for k, eid in enumerate(layers[i])}
+                layers[i].sort(key=functools.partial(_centre, where=where, neighbours=neighbours, now=now))
+    return layers
+
+
+def _centre(eid: str, where: dict[str, int], neighbours: dict[str, list[str]], now: dict[str, float]) -> float:
+    """The mean position of a node's neighbours in the next layer (its own place when it has none)."""
+    spots = [where[n] for n in neighbours[eid] if n in where]
+    return sum(spots) / len(spots) if spots else now[eid]
+
+
+def layout(graph: Graph) -> _Layout:
+    back = _back_edges(graph)
+    layers = _layers(graph, back)
+    widest = max((len(layer) for layer in layers), default=1)
+    result = _Layout(back=back)
+    for r, layer in enumerate(layers):
+        offset = (widest - len(layer)) * (NODE_W + GAP_X) / 2
+        for k, eid in enumerate(layer):
+            result.pos[eid] = (PAD + offset + k * (NODE_W + GAP_X), PAD + r * (NODE_H + GAP_Y))
+    side = 40 if back else 0  # room for back edges curving around the right side
+    result.width = PAD * 2 + widest * NODE_W + (widest - 1) * GAP_X + side
+    result.height = PAD * 2 + len(layers) * NODE_H + (len(layers) - 1) * GAP_Y
+    return result
+
+
+# -- SVG ---------------------------------------------------------------------------------
+
+_STYLE = (
+    ".anb-graph{font-family:system-ui,-apple-system,'Segoe UI',sans-serif}"
+    ".anb-graph .n rect{fill:var(--anb-bg,#fff);stroke:var(--anb-border,#8c959f)}"
+    ".anb-graph .n.start rect{stroke:var(--anb-accent,#0969da);stroke-width:2.5}"
+    ".anb-graph .n.ran rect{stroke:var(--anb-ok,#1a7f37);fill:var(--anb-ok-bg,#dafbe1)}"
+    ".anb-graph .n.failed rect{stroke:var(--anb-fail,#cf222e);fill:var(--anb-fail-bg,#ffebe9)}"
+    ".anb-graph .n.waiting rect{stroke:var(--anb-wait,#9a6700);fill:var(--anb-wait-bg,#fff8c5)}"
+    ".anb-graph .n.notrun rect{stroke-dasharray:4 3;fill:var(--anb-panel,#f6f8fa)}"
+    ".anb-graph .id{fill:var(--anb-fg,#1f2328);font-size:13px;font-weight:600}"
+    ".anb-graph .cap,.anb-graph .lbl{fill:var(--anb-muted,#57606a);font-size:11px}"
+    ".anb-graph .e{stroke:var(--anb-muted,#57606a);fill:none;stroke-width:1.4}"
+    ".anb-graph .lbl{paint-order:stroke;stroke:var(--anb-bg,#fff);stroke-width:4px}"
+    ".anb-graph .mark{fill:var(--anb-muted,#57606a)}"
+)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _edge(link: Link, lay: _Layout) -> str:
+    (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
+    dash = ' stroke-dasharray="5 4"' if link.conditional else ""
+    label_xy = None
+    if (link.source, link.target) in lay.back or link.source == link.target:
+        x1, y1 = sx + NODE_W, sy + NODE_H / 2
+        x2, y2 = tx + NODE_W, ty + NODE_H / 2
+        bulge = max(x1, x2) + 34
+        d = f"M{x1:.0f},{y1:.0f} C{bulge:.0f},{y1:.0f} {bulge:.0f},{y2:.0f} {x2 + 6:.0f},{y2:.0f}"
+        label_xy = (bulge - 4, (y1 + y2) / 2)
+        dash = ' stroke-dasharray="5 4"'
+    else:
+        x1, y1 = sx + NODE_W / 2, sy + NODE_H
+        x2, y2 = tx + NODE_W / 2, ty
+        mid = (y1 + y2) / 2
+        d = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{mid:.0f} {x2:.0f},{mid:.0f} {x2:.0f},{y2 - 6:.0f}"
+        label_xy = ((x1 + x2) / 2 + 4, mid + 4)
+    out = (
+        f'<path class="e {escape(link.kind)}" d="{d}" stroke="#57606a" fill="none"{dash} marker-end="url(#anb-arrow)"/>'
+    )
+    text = link.label
+    if text and label_xy is not None:
+        x, y = label_xy
+        out += f'<text class="lbl" x="{x:.0f}" y="{y:.0f}" font-size="11">{escape(_clip(text, 24))}</text>'
+    return out
+
+
+def _joins(graph: Graph, lay: _Layout) -> list[str]:
+    """One "all of" mark above each fan-in target: it waits for every source."""
+    out = []
+    for target in dict.fromkeys(lk.target for lk in graph.links if lk.kind == "fan_in"):
+        x, y = lay.pos[target]
+        out.append(f'<text class="lbl" x="{x + NODE_W / 2 + 10:.0f}" y="{y - 8:.0f}" font-size="11">all of</text>')
+    return out
+
+
+def _node(node: Node, lay: _Layout) -> str:
+    x, y = lay.pos[node.id]
+    classes = ["n"]
+    if node.start:
+        classes.append("start")
+    if node.status:
+        classes.append(node.status.replace(" ", ""))
+    title = f"{node.id} — {node.caption}" + (f" — {node.status}" if node.status else "")
+    parts = [
+        f'<g class="{" ".join(classes)}"><title>{escape(title)}</title>',
+        f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_W}" height="{NODE_H}" rx="8" fill="#fff" stroke="#8c959f"/>',
+        f'<text class="id" x="{x + 10:.0f}" y="{y + 19:.0f}" font-size="13">{escape(_clip(node.id, 22))}</text>',
+        f'<text class="cap" x="{x + 10:.0f}" y="{y + 36:.0f}" font-size="11">{escape(_clip(node.caption, 32))}</text>',
+    ]
+    if node.start:
+        parts.append(f'<path class="mark" d="M{x - 9:.0f},{y + 15:.0f} l7,8 l-7,8 z"/>')
+    if node.status:
+        parts.append(
+            f'<text class="cap" x="{x + NODE_W - 8:.0f}" y="{y + 19:.0f}" text-anchor="end" font-size="11">'
+            f"{escape(node.status)}</text>"
+        )
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def graph_svg(graph: Graph, *, max_nodes: int = 200) -> str:
+    """The graph as one inline ``<svg>`` (its own stylesheet scoped to ``.anb-graph``)."""
+    if len(graph.nodes) > max_nodes:
+        count = f"{len(graph.nodes)} executors (more than {max_nodes} are not drawn)"
+        return f'<p class="meta">{escape(graph.name)}: {count}</p>'
+    lay = layout(graph)
+    summary = f"workflow {graph.name}: {len(graph.nodes)} executors, {len(graph.links)} edges, start {graph.start}"
+    return (
+        f'<svg class="anb-graph" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(summary)}" '
+        f'width="{lay.width:.0f}" height="{lay.height:.0f}" viewBox="0 0 {lay.width:.0f} {lay.height:.0f}">'
+        f"<style>{_STYLE}</style>"
+        '<defs><marker id="anb-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#57606a"/></marker></defs>'
+        + "".join(_edge(link, lay) for link in graph.links)
+        + "".join(_joins(graph, lay))
+        + "".join(_node(n, lay) for n in graph.nodes)
+        + "</svg>"
+    )

@@ -1,0 +1,58 @@
+"""The workflow graph as text for documents: Mermaid and Graphviz DOT.
+
+Both are plain text; nothing here renders or calls a service. Ids are quoted or replaced
+by safe node names, labels escaped for each language.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .graph import Graph
+
+__all__ = ["to_dot", "to_mermaid"]
+
+
+def _mermaid_text(text: str) -> str:
+    return text.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+
+
+def to_mermaid(graph: Graph, *, direction: str = "TD") -> str:
+    """A Mermaid ``flowchart``: conditional edges dashed and labelled, the start node marked."""
+    names = {n.id: f"n{i}" for i, n in enumerate(graph.nodes)}
+    lines = [f"flowchart {direction}"]
+    for n in graph.nodes:
+        start = "▶ " if n.start else ""
+        label = f"{start}{_mermaid_text(n.id)}<br/><small>{_mermaid_text(n.caption)}</small>"
+        lines.append(f'    {names[n.id]}["{label}"]')
+    for link in graph.links:
+        arrow = "-.->" if link.conditional else "-->"
+        text = link.label or ("all of" if link.kind == "fan_in" else "")
+        label = f'|"{_mermaid_text(text)}"|' if text else ""
+        lines.append(f"    {names[link.source]} {arrow}{label} {names[link.target]}")
+    return "\n".join(lines) + "\n"
+
+
+def _dot_id(text: str) -> str:
+    return '"' + re.sub(r'(["\\])', r"\\\1", text) + '"'
+
+
+def to_dot(graph: Graph) -> str:
+    """A Graphviz ``digraph`` (for tools that have Graphviz; agent_nb itself never needs it)."""
+    lines = [f"digraph {_dot_id(graph.name)} {{", "    rankdir=TB;", '    node [shape=box, style="rounded"];']
+    for n in graph.nodes:
+        node_attrs = f"label={_dot_id(n.id + chr(10) + n.caption)}"
+        if n.start:
+            node_attrs += ", penwidth=2.5"
+        lines.append(f"    {_dot_id(n.id)} [{node_attrs}];")
+    for link in graph.links:
+        attrs: list[str] = []
+        if link.conditional:
+            attrs.append("style=dashed")
+        text = link.label or ("all of" if link.kind == "fan_in" else "")
+        if text:
+            attrs.append(f"label={_dot_id(text)}")
+        suffix = f" [{', '.join(attrs)}]" if attrs else ""
+        lines.append(f"    {_dot_id(link.source)} -> {_dot_id(link.target)}{suffix};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

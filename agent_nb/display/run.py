@@ -1,0 +1,88 @@
+"""The run view: the graph with each executor's status, and beside it every executor's context.
+
+It shows one turn (one ``workflow.run``); given the results of several turns of one
+conversation, it shows the one picked (the last by default) and lists the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .bundle import mimebundle
+from .context import LEGEND, columns_html
+from .graph import graph_of, graph_svg
+from .html import Theme, container, escape
+
+if TYPE_CHECKING:
+    from ..workflow.result import RunResult
+
+__all__ = ["RunView", "run_view"]
+
+
+def _turns(results: Sequence[RunResult], turn: int) -> str:
+    marks = []
+    for i, r in enumerate(results):
+        label = f"turn {i + 1}" + ("" if r.status == "completed" else f" ({r.status})")
+        marks.append(f"<b>[{escape(label)}]</b>" if i == turn else escape(label))
+    return f'<div class="meta">{" · ".join(marks)}</div>'
+
+
+def run_view(
+    results: RunResult | Sequence[RunResult],
+    *,
+    turn: int | None = None,
+    theme: Theme = "auto",
+    max_messages: int = 40,
+    max_chars: int = 400,
+    max_cards: int = 20,
+    graph: bool = True,
+) -> str:
+    """The run view as an HTML fragment (stylesheet included; no script, nothing loaded).
+
+    Args:
+        results: one run, or the runs (turns) of one conversation.
+        turn: which of ``results`` to show, counting from 0 (negative from the end); the last by default.
+        max_messages: bubbles shown per list of messages; beyond, the first and last are shown and
+            the rest counted.
+        max_chars: characters of a message shown before it folds.
+        max_cards: invocations shown per executor (a long cycle folds the middle ones).
+        theme: ``"auto"`` follows the notebook's theme; ``"light"`` or ``"dark"`` force one.
+        graph: draw the graph beside the columns.
+    """
+    runs = [results] if not isinstance(results, Sequence) else list(results)
+    if not runs:
+        raise ValueError("run_view needs at least one RunResult")
+    index = len(runs) - 1 if turn is None else turn
+    if not -len(runs) <= index < len(runs):
+        raise IndexError(f"turn {turn} does not exist: there are {len(runs)} turns (0 to {len(runs) - 1})")
+    index %= len(runs)
+    result = runs[index]
+    wf = result.workflow
+    name = wf.name if wf is not None else "workflow"
+    supersteps = max((s.superstep for s in result.trace), default=0)
+    outputs = len(result.get_outputs())
+    head = (
+        f'<h2>{escape(name)} <span class="meta">turn {index + 1} of {len(runs)} · {escape(result.status)} · '
+        f"{supersteps} supersteps · {outputs} outputs</span></h2>"
+    )
+    if len(runs) > 1:
+        head += _turns(runs, index)
+    columns = columns_html(result.trace, max_messages=max_messages, max_chars=max_chars, max_cards=max_cards)
+    picture = f'<div class="graph">{graph_svg(graph_of(wf, result.trace))}</div>' if graph and wf is not None else ""
+    return container(f'{head}{LEGEND}<div class="run">{picture}{columns}</div>', theme)
+
+
+class RunView:
+    """The run view as a display object: ``RunView([turn1, turn2, turn3], turn=1)`` in a cell."""
+
+    def __init__(self, results: RunResult | Sequence[RunResult], *, turn: int | None = None, **options: Any) -> None:
+        self.results = [results] if not isinstance(results, Sequence) else list(results)
+        self.turn = turn
+        self.options = options
+        run_view(self.results, turn=turn, graph=False, max_messages=1)  # fail now on a bad turn, not when shown
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        index = len(self.results) - 1 if self.turn is None else self.turn % len(self.results)
+        plain = f"turn {index + 1} of {len(self.results)}\n{self.results[index].trace.to_text()}"
+        return mimebundle(plain, lambda: run_view(self.results, turn=self.turn, **self.options), include, exclude)
