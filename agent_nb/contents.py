@@ -79,6 +79,8 @@ class UserInputRequestContent(BaseModel):
     type: Literal["user_input_request"] = "user_input_request"
     request_id: str
     prompt: str = ""
+    options: tuple[str, ...] = ()
+    """The choices offered, such as the action buttons of a card."""
     function_call: FunctionCallContent | None = None
 
 

@@ -8,13 +8,16 @@ what the agent answered, what it sent on and yielded, and how long it took.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, overload
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, overload
 
-from .contents import shorten
+from .contents import shorten, tool_work_as_text
 from .errors import did_you_mean
 from .messages import AgentResponse, Message
+
+if TYPE_CHECKING:
+    from .facts import Fact, FactTable
 
 __all__ = ["ContextSnapshot", "Sent", "Trace"]
 
@@ -51,6 +54,12 @@ class ContextSnapshot:
     cached: Sequence[Message] = ()
     """The executor's cache when the agent ran: ``given`` before roles were reassigned."""
     response: AgentResponse | None = None
+    wrote: tuple[Message, ...] = ()
+    """What it wrote to the user's chat itself (a harness component's message nodes, for one)."""
+    state: Mapping[str, Any] = field(default_factory=dict)
+    """What it keeps to itself and works from: variables, node state, plan (never sent on)."""
+    turn: int = 0
+    """The conversation turn the invocation belongs to (counted from 1 by a harness; 0 otherwise)."""
     sent: tuple[Sent, ...] = ()
     outputs: tuple[Any, ...] = ()
     started: float = 0.0
@@ -97,6 +106,17 @@ def describe_value(value: Any, width: int = 60) -> str:
     return shorten(f"{type(value).__name__} {value!r}", width + 10)
 
 
+def describe_state(value: Any, width: int = 60) -> str:
+    """A value of a snapshot's ``state`` in one line: mappings as ``k=v``, sequences joined by ``;``."""
+    if isinstance(value, Mapping):
+        text = ", ".join(f"{k}={v!r}" for k, v in value.items()) or "(none)"
+    elif isinstance(value, (list, tuple)):
+        text = "; ".join(str(v) for v in value) or "(none)"
+    else:
+        text = str(value)
+    return shorten(text, width)
+
+
 def message_line(m: Message, width: int, *, was: str | None = None) -> str:
     """One message in at most ``width`` characters: ``user, from planner (was assistant): I see…``."""
     who: str = m.role
@@ -104,8 +124,24 @@ def message_line(m: Message, width: int, *, was: str | None = None) -> str:
         who += f", from {m.author_name}"
     if was is not None and was != m.role:
         who += f" (was {was})"
-    body = m.text or ", ".join(c.type for c in m.contents)
-    return shorten(f"{who}: {body}", width)
+    return shorten(f"{who}: {message_body(m)}", width)
+
+
+def message_body(m: Message) -> str:
+    """A message's contents as one readable text: tool work, card prompts and clicks included."""
+    parts = []
+    for c in m.contents:
+        if c.type == "text":
+            parts.append(c.text)
+        elif c.type == "user_input_request":
+            parts.append(c.prompt + "".join(f" [{o}]" for o in c.options))
+        elif c.type == "user_input_response":
+            parts.append(f"▸ {c.text}")
+        elif c.type in ("function_call", "function_result"):
+            parts.append(tool_work_as_text(c).text)
+        else:
+            parts.append(f"[{c.type}]")
+    return " ".join(parts)
 
 
 class Trace(Sequence[ContextSnapshot]):
@@ -115,13 +151,21 @@ class Trace(Sequence[ContextSnapshot]):
     ``trace.to_text(timings=True)`` adds them.
     """
 
-    __slots__ = ("_snapshots", "executor_ids")
+    __slots__ = ("_snapshots", "chat", "executor_ids")
 
-    def __init__(self, snapshots: Sequence[ContextSnapshot], executor_ids: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        snapshots: Sequence[ContextSnapshot],
+        executor_ids: Sequence[str] = (),
+        *,
+        chat: Sequence[Message] = (),
+    ) -> None:
         self._snapshots = tuple(snapshots)
         self.executor_ids: tuple[str, ...] = tuple(executor_ids) or tuple(
             dict.fromkeys(s.executor_id for s in self._snapshots)
         )
+        self.chat: tuple[Message, ...] = tuple(chat)
+        """The user's chat transcript, when the run had one (a harness conversation)."""
 
     def __len__(self) -> int:
         return len(self._snapshots)
@@ -151,6 +195,12 @@ class Trace(Sequence[ContextSnapshot]):
         if not snaps:
             raise LookupError(f"executor {executor_id!r} did not run in this trace")
         return snaps[-1]
+
+    def who_has(self, fact: Fact) -> FactTable:
+        """Per executor: was ``fact`` (a text, or a test on text) in its active context, written, passed on."""
+        from .facts import who_has
+
+        return who_has(self, fact)
 
     def to_text(self, *, width: int = 100, timings: bool = False) -> str:
         """A plain-text report: per invocation, what arrived, what was kept and dropped, what was answered."""
@@ -190,6 +240,11 @@ class Trace(Sequence[ContextSnapshot]):
                 add("cached", count(len(s.kept)))
             if s.response is not None:
                 add("answered", s.response.text)
+            if s.wrote:
+                add("wrote", count(len(s.wrote)) + " to the chat")
+                listing("»", s.wrote)
+            for key, value in s.state.items():
+                add(key, describe_state(value, body))
             for sent in s.sent:
                 add(
                     "sent",

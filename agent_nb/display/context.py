@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..messages import Message, estimate_tokens
-from ..trace import ContextSnapshot, Trace, describe_value
+from ..trace import ContextSnapshot, Trace, describe_state, describe_value
 from .html import Theme, bubble, container, escape, fold_list
 
 __all__ = ["columns_html", "snapshot_html", "trace_html"]
@@ -57,7 +57,8 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         out.append(_messages(s.dropped, max_messages, max_chars, dropped=True))
     if s.given is not None:
         tokens = estimate_tokens(s.given)
-        out.append(f'<div class="label">given to the agent ({len(s.given)} · ~{tokens} tokens)</div>')
+        what = "given to the agent" if s.kind == "agent" else "active context"
+        out.append(f'<div class="label">{what} ({len(s.given)} · ~{tokens} tokens)</div>')
         was = s.cached if len(s.cached) == len(s.given) else ()
         out.append(_messages(s.given, max_messages, max_chars, was=was))
     elif s.kind == "agent" and s.kept:
@@ -71,6 +72,14 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         if s.response.repairs:
             out.append(f'<div class="meta">repaired: {escape("; ".join(s.response.repairs))}</div>')
         out.append(_messages(s.response.messages, max_messages, max_chars))
+    if s.wrote:
+        out.append(f'<div class="label">wrote to the chat ({len(s.wrote)})</div>')
+        out.append(_messages(s.wrote, max_messages, max_chars))
+    if s.state:
+        rows = "".join(
+            f"<dt>{escape(k)}</dt><dd>{escape(describe_state(v, max_chars))}</dd>" for k, v in s.state.items()
+        )
+        out.append(f'<div class="label">state</div><dl class="kv">{rows}</dl>')
     for sent in s.sent:
         to = ", ".join(sent.targets) or "nobody"
         out.append(f'<div class="meta">sent {escape(describe_value(sent.message))} → {escape(to)}</div>')

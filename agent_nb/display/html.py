@@ -34,7 +34,13 @@ _HOST = (  # follow JupyterLab / VS Code when their variables exist
     "--anb-muted:var(--jp-content-font-color2,var(--vscode-descriptionForeground,#57606a));"
     "--anb-bg:var(--jp-layout-color0,var(--vscode-editor-background,#ffffff));"
     "--anb-panel:var(--jp-layout-color1,var(--vscode-sideBar-background,#f6f8fa));"
-    "--anb-border:var(--jp-border-color1,var(--vscode-panel-border,#d0d7de))"
+    "--anb-border:var(--jp-border-color1,var(--vscode-panel-border,#d0d7de));"
+    "--anb-accent:var(--jp-brand-color1,var(--vscode-textLink-foreground,#0969da));"
+    "--anb-ok:var(--jp-success-color1,var(--vscode-testing-iconPassed,#1a7f37));"
+    "--anb-fail:var(--jp-error-color1,var(--vscode-errorForeground,#cf222e));"
+    "--anb-wait:var(--jp-warn-color1,var(--vscode-editorWarning-foreground,#9a6700));"
+    # tints, not colours: they read on a light and on a dark host alike
+    "--anb-ok-bg:rgba(46,160,67,.16);--anb-fail-bg:rgba(248,81,73,.16);--anb-wait-bg:rgba(210,153,34,.18)"
 )
 
 CSS = (
@@ -42,10 +48,13 @@ CSS = (
     ".anb{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.4;"
     "color:var(--anb-fg);background:var(--anb-bg);padding:6px;border-radius:8px}"
     ".anb h2{font-size:15px;margin:4px 0 8px}.anb h3{margin:0;font-size:14px}"
-    ".anb .run{display:flex;gap:16px;align-items:flex-start}"
-    ".anb .graph{flex:0 0 auto;overflow:auto;max-height:80vh}"
+    # the columns sit beside the graph while they fit at their narrowest, and below it otherwise
+    ".anb .run{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}"
+    ".anb .graph{flex:0 0 auto;overflow:auto;max-height:80vh;max-width:100%}"
+    ".anb .run>.side{flex:1 1 auto;min-width:0}"
     ".anb .cols{display:flex;gap:12px;overflow-x:auto;align-items:flex-start;padding-bottom:6px}"
-    ".anb .col{flex:0 0 300px;border:1px solid var(--anb-border);border-radius:8px;background:var(--anb-panel)}"
+    ".anb .col{flex:1 0 230px;max-width:380px;border:1px solid var(--anb-border);border-radius:8px;"
+    "background:var(--anb-panel)}"
     ".anb .col>header{padding:8px 10px;border-bottom:1px solid var(--anb-border);background:var(--anb-bg);"
     "border-radius:8px 8px 0 0}"
     ".anb .meta{color:var(--anb-muted);font-size:12px;font-weight:normal}"
@@ -60,6 +69,14 @@ CSS = (
     ".anb .badge{display:inline-block;font-size:10px;padding:0 5px;border-radius:8px;margin-left:4px;"
     "background:rgba(140,149,159,.2);color:var(--anb-muted);text-decoration:none}"
     ".anb .badge.moved{background:rgba(219,109,40,.18);color:var(--anb-fg)}"
+    ".anb .badge.unseen{background:rgba(248,81,73,.16);color:var(--anb-fg)}"
+    ".anb .button{display:inline-block;margin:3px 4px 0 0;padding:1px 8px;border:1px solid var(--anb-accent);"
+    "border-radius:10px;color:var(--anb-accent);font-size:12px}"
+    ".anb .click{font-weight:600}"
+    ".anb .col.chat{flex-basis:260px;border-color:var(--anb-accent)}"
+    ".anb .kv{margin:0;font-size:12px}.anb .kv dt{color:var(--anb-muted);float:left;clear:left;margin-right:6px}"
+    ".anb .kv dd{margin:0 0 2px 0;word-break:break-word}"
+    ".anb td.yes{background:var(--anb-ok-bg)}.anb td.gap{background:var(--anb-fail-bg)}"
     ".anb .status{font-size:11px;padding:0 6px;border-radius:8px;border:1px solid var(--anb-border)}"
     ".anb .status.ran{color:var(--anb-ok);border-color:var(--anb-ok)}"
     ".anb .status.failed{color:var(--anb-fail);border-color:var(--anb-fail)}"
@@ -99,8 +116,15 @@ def _folded(text: str, max_chars: int) -> str:
     )
 
 
-def bubble(message: Message, *, dropped: bool = False, moved_from: str | None = None, max_chars: int = 400) -> str:
-    """One message as a chat bubble: role, author, badges, text (folded when long), tool work."""
+def bubble(
+    message: Message,
+    *,
+    dropped: bool = False,
+    moved_from: str | None = None,
+    max_chars: int = 400,
+    badge: str | None = None,
+) -> str:
+    """One message as a chat bubble: role, author, badges, text (folded when long), tool work, cards."""
     who = escape(message.role)
     if message.author_name:
         who += f" · {escape(message.author_name)}"
@@ -108,6 +132,8 @@ def bubble(message: Message, *, dropped: bool = False, moved_from: str | None = 
         who += f'<span class="badge moved">{escape(moved_from)} handed over as user</span>'
     if dropped:
         who += '<span class="badge">dropped</span>'
+    if badge:
+        who += f'<span class="badge unseen">{escape(badge)}</span>'
     parts = []
     if message.text:
         parts.append(_folded(message.text, max_chars))
@@ -117,6 +143,11 @@ def bubble(message: Message, *, dropped: bool = False, moved_from: str | None = 
         elif c.type == "function_result":
             outcome = f"error: {c.exception}" if c.exception else c.result
             parts.append(f"← result [{escape(c.call_id)}]: {_folded(str(outcome), max_chars)}")
+        elif c.type == "user_input_request":
+            buttons = "".join(f'<span class="button">{escape(o)}</span>' for o in c.options)
+            parts.append(f"{_folded(c.prompt, max_chars)}{'<br>' + buttons if buttons else ''}")
+        elif c.type == "user_input_response":
+            parts.append(f'<span class="click">▸ {escape(c.text)}</span>')
         elif c.type != "text":
             parts.append(f"[{escape(c.type)}]")
     classes = "msg dropped" if dropped else f"msg {escape(message.role)}"

@@ -1,31 +1,37 @@
 """Plots with matplotlib (imported here, on first use): context sizes, route costs, the graph as an image.
 
-Each function returns a ``matplotlib.figure.Figure`` (no pyplot state is touched); a
-notebook shows it, ``figure.savefig("graph.png")`` writes it.
+Each function returns a ``matplotlib.figure.Figure`` (no pyplot state is touched) that
+draws itself as PNG in a notebook; ``figure.savefig("graph.png")`` writes it.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from matplotlib.figure import Figure  # this module is imported only when a plot is asked for
 
 from ..messages import estimate_tokens
 from .graph import NODE_H, NODE_W, Graph, layout
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
     from ..workflow.result import RunResult
 
 __all__ = ["context_sizes", "graph_figure", "route_costs"]
 
 
+class NotebookFigure(Figure):
+    """A figure that a notebook shows as an image without pyplot or ``%matplotlib inline``."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+
 def _figure(**kwargs: Any) -> Figure:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - matplotlib is a dependency
-        raise ImportError("plots need matplotlib: pip install agent_nb") from exc
-    return Figure(**kwargs)
+    return NotebookFigure(**kwargs)
 
 
 def context_sizes(results: Sequence[RunResult], *, measure: str = "messages") -> Figure:

@@ -6,12 +6,14 @@ conversation, it shows the one picked (the last by default) and lists the others
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..messages import Message
 from .bundle import mimebundle
 from .context import LEGEND, columns_html
 from .graph import graph_of, graph_svg
+from .harness import chat_column
 from .html import Theme, container, escape
 
 if TYPE_CHECKING:
@@ -37,6 +39,8 @@ def run_view(
     max_chars: int = 400,
     max_cards: int = 20,
     graph: bool = True,
+    chat: Sequence[Message] | None = None,
+    chat_marks: Mapping[str, str] | None = None,
 ) -> str:
     """The run view as an HTML fragment (stylesheet included; no script, nothing loaded).
 
@@ -49,6 +53,8 @@ def run_view(
         max_cards: invocations shown per executor (a long cycle folds the middle ones).
         theme: ``"auto"`` follows the notebook's theme; ``"light"`` or ``"dark"`` force one.
         graph: draw the graph beside the columns.
+        chat: the user's chat up to this turn, shown as the first column (a harness conversation).
+        chat_marks: a badge per chat message id (such as "never reached the orchestrator").
     """
     runs = [results] if not isinstance(results, Sequence) else list(results)
     if not runs:
@@ -69,8 +75,14 @@ def run_view(
     if len(runs) > 1:
         head += _turns(runs, index)
     columns = columns_html(result.trace, max_messages=max_messages, max_chars=max_chars, max_cards=max_cards)
+    if chat is not None:
+        column = chat_column(chat, chat_marks or {}, max_messages=max_messages, max_chars=max_chars)
+        columns = columns.replace('<div class="cols">', f'<div class="cols">{column}', 1)
     picture = f'<div class="graph">{graph_svg(graph_of(wf, result.trace))}</div>' if graph and wf is not None else ""
-    return container(f'{head}{LEGEND}<div class="run">{picture}{columns}</div>', theme)
+    # side by side while the columns fit at their narrowest beside the graph, below it otherwise
+    basis = min(len(result.trace.executor_ids) + (chat is not None), 5) * 242
+    side = f'<div class="side" style="flex-basis:{basis}px">{columns}</div>'
+    return container(f'{head}{LEGEND}<div class="run">{picture}{side}</div>', theme)
 
 
 class RunView:

@@ -43,7 +43,7 @@ class WorkflowContext(Generic[SendT, OutT]):
     sends (``SendT``) and yields as workflow output (``OutT``).
     """
 
-    __slots__ = ("_outputs", "_record", "_run", "_sent", "executor_id", "superstep")
+    __slots__ = ("_outputs", "_record", "_run", "_sent", "_updates", "executor_id", "superstep")
 
     def __init__(self, run: _Run, executor_id: str, superstep: int) -> None:
         self._run = run
@@ -52,6 +52,7 @@ class WorkflowContext(Generic[SendT, OutT]):
         self._sent: list[Any] = []
         self._outputs: list[Any] = []
         self._record: dict[str, Any] = {}
+        self._updates: dict[str, Any] = {}
 
     async def send_message(self, message: Any, target_id: str | None = None) -> None:
         """Deliver ``message`` in the next superstep along this executor's edges (or to ``target_id`` only)."""
@@ -61,6 +62,20 @@ class WorkflowContext(Generic[SendT, OutT]):
         """Make ``value`` an output of the workflow run."""
         self._outputs.append(value)
         self._run.output(self.executor_id, value)
+
+    def get_state(self, key: str, default: Any = None) -> Any:
+        """A value of the run's shared state: this invocation's own updates first, then the state as it stood."""
+        if key in self._updates:
+            return self._updates[key]
+        return self._run.state.get(key, default)
+
+    def set_state(self, key: str, value: Any) -> None:
+        """Set a value of the run's shared state.
+
+        The other executors see it from the next superstep on; a failed run keeps none of it.
+        Store immutable values (tuples, frozen models): the state is shared, never copied.
+        """
+        self._updates[key] = value
 
     def is_streaming(self) -> bool:
         """Whether the run was started with ``stream=True``."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..trace import Trace
@@ -24,6 +25,8 @@ class RunResult:
     """``"completed"`` or ``"failed"``."""
     workflow: Workflow | None = None
     """The workflow that ran (displays draw its graph)."""
+    state: Mapping[str, Any] = field(default_factory=dict)
+    """The shared state at the end of the run (read-only); pass it to the next run to go on from it."""
 
     def get_outputs(self) -> list[Any]:
         """The outputs in the order they were yielded (``AgentResponse`` objects for agents)."""

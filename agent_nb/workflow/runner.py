@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunError, StepFailed, SuperstepLimitExceeded, UsageError
@@ -55,8 +56,13 @@ class _Run:
         emit: Emit | None,
         run_kwargs: Mapping[str, dict[str, dict[str, Any]]],
         max_supersteps: int,
+        state: Mapping[str, Any] | None = None,
     ) -> None:
         self.workflow = workflow
+        self._initial: Mapping[str, Any] = MappingProxyType(dict(state or {}))
+        self.state: dict[str, Any] = dict(self._initial)
+        """The shared state (``ctx.get_state``); updates land at the end of each superstep."""
+        self._updates: list[tuple[int, dict[str, Any]]] = []
         self.streaming = streaming
         self.events: list[WorkflowEvent] = []
         self._emit_extra = emit
@@ -170,7 +176,8 @@ class _Run:
     def result(self, status: str) -> RunResult:
         snapshots = sorted(self._snapshots, key=lambda s: s.index)
         trace = Trace(snapshots, tuple(self.workflow.executors))
-        return RunResult(tuple(self.events), trace, status, self.workflow)
+        state = MappingProxyType(self.state) if status == "completed" else self._initial  # a failed run keeps nothing
+        return RunResult(tuple(self.events), trace, status, self.workflow, state)
 
     async def _superstep(self) -> None:
         self.superstep += 1
@@ -187,6 +194,9 @@ class _Run:
         else:
             await _all_or_cancel([self._invoke_all(executors[t], ms, step) for t, ms in by_target.items()])
         self._release_fan_in()
+        for _, updates in sorted(self._updates, key=lambda u: u[0]):  # in the order invocations started
+            self.state.update(updates)
+        self._updates = []
         self.emit(SuperstepCompleted(step))
 
     def _release_fan_in(self) -> None:
@@ -228,6 +238,8 @@ class _Run:
             self._record(ctx, executor, message, index, start, error=f"cancelled ({type(exc).__name__})")
             raise
         self._record(ctx, executor, message, index, start)
+        if ctx._updates:
+            self._updates.append((index, ctx._updates))
         self.emit(ExecutorCompleted(eid, step))
 
     def _record(

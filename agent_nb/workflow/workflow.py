@@ -70,6 +70,7 @@ class Workflow:
         client_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         max_supersteps: int | None = None,
+        state: Mapping[str, Any] | None = None,
     ) -> Coroutine[Any, Any, RunResult]: ...
     @overload
     def run(
@@ -79,6 +80,7 @@ class Workflow:
         client_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         max_supersteps: int | None = None,
+        state: Mapping[str, Any] | None = None,
     ) -> WorkflowRunStream: ...
     def run(
         self,
@@ -87,6 +89,7 @@ class Workflow:
         client_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         max_supersteps: int | None = None,
+        state: Mapping[str, Any] | None = None,
     ) -> Coroutine[Any, Any, RunResult] | WorkflowRunStream:
         """Run the workflow on ``inputs``, delivered in order to the start executor.
 
@@ -95,6 +98,8 @@ class Workflow:
 
         ``client_kwargs`` and ``function_invocation_kwargs`` map executor ids to keyword
         arguments for that executor's agent; the key ``"*"`` applies to every agent.
+        ``state`` is the shared state the run starts from (``ctx.get_state``); the run
+        never changes the mapping passed in, and its ``RunResult.state`` holds the state it ended with.
         """
         if not inputs:
             raise UsageError(f"workflow {self.name!r}: run() needs at least one input for {self.start_executor_id!r}")
@@ -109,12 +114,14 @@ class Workflow:
         }
         limit = self.max_supersteps if max_supersteps is None else check_limit(max_supersteps)
         if stream:
-            return WorkflowRunStream(self, inputs, run_kwargs, limit)
-        return self._run(inputs, run_kwargs, limit)
+            return WorkflowRunStream(self, inputs, run_kwargs, limit, state)
+        return self._run(inputs, run_kwargs, limit, state)
 
-    async def _run(self, inputs: tuple[Any, ...], run_kwargs: Any, limit: int) -> RunResult:
+    async def _run(
+        self, inputs: tuple[Any, ...], run_kwargs: Any, limit: int, state: Mapping[str, Any] | None
+    ) -> RunResult:
         with self._claim():
-            run = _Run(self, streaming=False, emit=None, run_kwargs=run_kwargs, max_supersteps=limit)
+            run = _Run(self, streaming=False, emit=None, run_kwargs=run_kwargs, max_supersteps=limit, state=state)
             return await run.execute(inputs)
 
     def run_sync(self, *inputs: Any, **kwargs: Any) -> RunResult:
@@ -207,8 +214,16 @@ class WorkflowRunStream:
     ``async with workflow.run(..., stream=True) as stream:``) stops it at once and rolls it back.
     """
 
-    def __init__(self, workflow: Workflow, inputs: tuple[Any, ...], run_kwargs: Any, limit: int) -> None:
+    def __init__(
+        self,
+        workflow: Workflow,
+        inputs: tuple[Any, ...],
+        run_kwargs: Any,
+        limit: int,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
         self._workflow = workflow
+        self._state = state
         self._inputs = inputs
         self._run_kwargs = run_kwargs
         self._limit = limit
@@ -245,6 +260,7 @@ class WorkflowRunStream:
                 emit=queue.put_nowait,
                 run_kwargs=self._run_kwargs,
                 max_supersteps=self._limit,
+                state=self._state,
             )
 
             async def produce() -> RunResult:

@@ -380,3 +380,42 @@ async def test_a_condition_only_sees_messages_its_target_can_take():
     result = await wf.run("hey")
     assert seen == ["hey"] and result.get_outputs() == ["hey>r"]
     assert [s.targets for s in result.trace.last("m").sent] == [("n",), ("r",)]
+
+
+class Counter(Executor):
+    """Counts the texts it has seen in the shared state, and reads what the other counter wrote."""
+
+    def __init__(self, id, seen=None):
+        super().__init__(id)
+        self.seen = seen if seen is not None else []
+
+    @handler
+    async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
+        self.seen.append((ctx.superstep, dict(ctx._run.state)))
+        ctx.set_state(self.id, ctx.get_state(self.id, 0) + 1)
+        assert ctx.get_state(self.id) >= 1  # its own update at once
+        if text == "boom" and ctx.superstep == 2:
+            raise RuntimeError("boom")
+        if ctx.superstep < 3:
+            await ctx.send_message(text)
+
+
+async def test_shared_state_starts_from_the_run_argument_and_lands_after_each_superstep():
+    a, b = Counter("a"), Counter("b")
+    workflow = WorkflowBuilder(start_executor=a).add_edge(a, b).add_edge(b, a).build()
+    start = {"a": 10, "note": "kept"}
+    result = await workflow.run("x", state=start)
+    assert dict(result.state) == {"a": 12, "b": 1, "note": "kept"}
+    assert start == {"a": 10, "note": "kept"}  # the mapping passed in is never changed
+    assert b.seen[0] == (2, {"a": 11, "note": "kept"})  # a's update is visible in the next superstep
+    with pytest.raises(TypeError):
+        result.state["a"] = 0  # read-only
+
+
+async def test_a_failed_run_keeps_none_of_its_state_updates():
+    a, b = Counter("a"), Counter("b")
+    workflow = WorkflowBuilder(start_executor=a).add_edge(a, b).build()
+    with pytest.raises(StepFailed) as caught:
+        await workflow.run("boom", state={"a": 1})  # a's update landed after superstep 1; b fails in 2
+    assert b.seen[0][1] == {"a": 2}
+    assert dict(caught.value.result.state) == {"a": 1}
