@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..facts import matcher, strings_of
 from ..messages import Message
-from ..trace import message_body
+from ..trace import message_body, message_line
 from .bundle import mimebundle
 from .html import bubble, fold_list
 
 if TYPE_CHECKING:
     from ..harness.harness import Harness
 
-__all__ = ["HarnessView", "chat_column", "chat_html", "unseen_by"]
+__all__ = ["Comparison", "HarnessView", "chat_column", "chat_html", "unseen_by"]
 
 UNSEEN = "never reached the orchestrator"
 
@@ -97,3 +97,39 @@ class HarnessView:
 
     def __repr__(self) -> str:
         return f"HarnessView({self.harness!r}, turn={self.index + 1})"
+
+
+class Comparison:
+    """Harnesses side by side: each one's chat, and the gaps found in it."""
+
+    def __init__(self, *harnesses: Harness) -> None:
+        if not harnesses:
+            raise ValueError("compare() needs at least one harness")
+        self.harnesses = harnesses
+
+    def to_text(self) -> str:
+        blocks = []
+        for h in self.harnesses:
+            lines = [f"{h.workflow.name} · {type(h).__name__}"]
+            lines += ["  " + message_line(m, 96) for m in h.transcript]
+            gaps = h.gaps()
+            lines.append(f"  gaps: {', '.join(gaps.kinds()) or 'none'}")
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks)
+
+    def html(self) -> str:
+        from .html import container, escape
+
+        cols = []
+        for h in self.harnesses:
+            gaps = h.gaps()
+            found = escape(", ".join(gaps.kinds()) or "none")
+            cols.append(
+                f'<section class="col chat"><header><h3>{escape(type(h).__name__)}</h3>'
+                f'<div class="meta">{escape(h.workflow.name)} · {len(h.transcript)} messages · gaps: {found}</div>'
+                f'</header><div class="card">{chat_html(h.transcript, unseen_by(h, len(h.turns)))}</div></section>'
+            )
+        return container(f'<div class="cols">{"".join(cols)}</div>')
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+        return mimebundle(self.to_text(), self.html, include, exclude)

@@ -18,7 +18,7 @@ harness.gaps()   # the topic answered, the orchestrator did not know, and answer
 from .calls import ComponentCall, ComponentResult, UserInput
 from .components import Component, Input, Knowledge, Tool
 from .gaps import KINDS, Finding, Findings, find_gaps
-from .harness import CentralizedHarness, Harness, StandardHarness, Turn
+from .harness import CentralizedHarness, Harness, StandardHarness, Turn, compare
 from .orchestrator import Orchestrator, conversation_of
 from .planners import Answer, Ask, Call, DeterministicPlanner, Finish, ModelPlanner, Planner, PlannerView
 from .subagents import ChildAgent, ConnectedAgent
@@ -56,6 +56,7 @@ __all__ = [
     "Topic",
     "Turn",
     "UserInput",
+    "compare",
     "conversation_of",
     "find_gaps",
 ]

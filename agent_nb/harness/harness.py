@@ -37,7 +37,7 @@ from .orchestrator import Orchestrator, OrchestratorState
 if TYPE_CHECKING:
     from ..display.harness import HarnessView
 
-__all__ = ["CentralizedHarness", "Harness", "StandardHarness", "Turn"]
+__all__ = ["CentralizedHarness", "Harness", "StandardHarness", "Turn", "compare"]
 
 
 def _parts(root: Executor) -> Iterator[tuple[Executor, Executor]]:
@@ -265,3 +265,10 @@ class CentralizedHarness(Harness):
         super().__init__(
             orchestrator, name=name, context_budget=context_budget, keep_recent=keep_recent, sandbox=sandbox
         )
+
+
+def compare(*harnesses: Harness) -> Any:
+    """Harnesses side by side (a display): each one's chat and the gaps found in it."""
+    from ..display.harness import Comparison
+
+    return Comparison(*harnesses)

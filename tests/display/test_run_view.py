@@ -1,5 +1,4 @@
 import re
-import time
 
 import pytest
 
@@ -93,17 +92,14 @@ def test_long_messages_and_long_conversations_fold_with_a_count():
     assert "<details><summary>400 more characters</summary>" in html
 
 
-async def test_32_executors_with_1000_messages_each_stay_small_and_quick():
+async def test_32_executors_with_1000_messages_each_fold_and_stay_small():
     prior = [Message("user" if i % 2 else "assistant", f"message {i:04d} " + "lorem ipsum " * 8) for i in range(1000)]
     executors = [AgentExecutor(ChatAgent(EchoChatClient(), name=f"agent_{i:02d}")) for i in range(32)]
     result = await WorkflowBuilder(start_executor=executors[0]).add_chain(executors).build().run(prior)
     # full mode: every agent is given the 1,000 messages and the replies before it
-    t0 = time.perf_counter()
-    html = run_view(result)
-    elapsed = time.perf_counter() - t0
+    html = run_view(result)  # how fast: bench/display_bench.py
     assert len(html.encode()) < 2_000_000, len(html.encode())
     assert html.count("messages not shown") == 32
-    assert elapsed < 5  # a generous bound: bench/ measures it against the 200 ms target
 
 
 async def test_plots_from_runs():
@@ -116,6 +112,7 @@ async def test_plots_from_runs():
     assert [t.get_text() for t in costs.axes[0].get_xticklabels()] == ["mirror"]
     with pytest.raises(ValueError, match="measure must be"):
         context_sizes(turns, measure="bytes")
+    assert fig._repr_png_().startswith(b"\x89PNG")  # a notebook shows it without pyplot
 
 
 async def test_timeline_with_and_without_durations():

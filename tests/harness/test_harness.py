@@ -208,3 +208,34 @@ async def test_a_model_planner_that_calls_no_such_component_finishes():
     topic = Topic("t", [MessageNode("x")])
     step = await planner.next_step(PlannerView("o", "", (Message("user", ["hi"]),), (topic,), frozenset({"o"})))
     assert isinstance(step, Finish) and "'nope'" in step.reason
+
+
+def quiet(item: Literal["A"]) -> None:
+    """Archive an item."""
+
+
+async def test_a_component_that_returns_nothing_and_an_unanswered_request_are_both_found():
+    h = StandardHarness(Orchestrator("orchestrator", [Tool(quiet, id="archive")]))
+    await h.send("Archive item A")
+    assert h.transcript[-1].text == "Sorry, I could not find an answer to that."
+    gaps = h.gaps()
+    assert gaps.kinds() == ["missed answer", "component returned nothing"]
+    assert gaps.of_kind("component returned nothing")[0].evidence == ("t1.c1",)
+    assert "only 'could not find an answer'" in gaps[0].detail
+    with pytest.raises(ValueError, match="unknown kind"):
+        gaps.of_kind("typo")
+
+
+def test_find_gaps_needs_a_harness_trace():
+    from agent_nb.harness import find_gaps
+    from agent_nb.trace import Trace
+
+    with pytest.raises(ValueError, match=r"use harness\.trace"):
+        find_gaps(Trace([]))
+
+
+def test_every_rule_quotes_the_documents():
+    from agent_nb.harness import gaps
+
+    for rule in gaps.RULES:
+        assert "Documents:" in rule.__doc__
