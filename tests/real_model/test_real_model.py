@@ -192,3 +192,32 @@ async def test_an_unreachable_server_is_retryable():
         with pytest.raises(ModelUnavailable, match="cannot reach the server") as info:
             await client.get_response([Message("user", "hi")])
     assert info.value.retryable
+
+
+class AnswerOnceAComponentReturned(AnswerOnceResultsAreIn):
+    """For a planner: once a component's result is in its context, the model must answer in words."""
+
+    def _options(self, messages, options):
+        returned = any(c.type == "function_result" for m in messages for c in m.contents)
+        return {**(options or {}), "tool_choice": "none"} if returned else options
+
+
+async def test_a_real_model_as_the_orchestrator_also_answers_again_what_a_topic_showed(wire):
+    from agent_nb.harness import ModelPlanner, Orchestrator, StandardHarness
+    from agent_nb.harness.scenarios import opening_hours
+
+    client = OpenAIChatClient("gemma", client=wire.sdk(), max_tokens=48, extra_body={"cache_prompt": False}, **SETTINGS)
+    planner = ModelPlanner(
+        AnswerOnceAComponentReturned(client), options={"tool_choice": "required", "parallel_tool_calls": False}
+    )
+    shop = StandardHarness(Orchestrator("orchestrator", opening_hours().build().components, planner=planner))
+    await shop.send("What are your opening hours?")
+
+    plan, answer = wire.bodies
+    assert {t["function"]["name"] for t in plan["tools"]} == {"opening_hours", "delivery_faq"}
+    assert "opening_hours: Opening hours of the shop" in plan["messages"][0]["content"]
+    assert [m["role"] for m in answer["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert answer["messages"][-1]["content"] == "We are open 9:00-17:00, Monday to Friday."  # implicit text only
+    writers = [m.author_name for m in shop.transcript if m.role == "assistant"]
+    assert writers == ["opening_hours", "orchestrator"]  # the model chose the topic, then answered again
+    assert "answer shown but not returned" in shop.gaps().kinds()
