@@ -113,18 +113,34 @@ class Holder:
         return bool(self.in_context), bool(self.wrote), bool(self.returned)
 
 
-def _holds(messages: Sequence[Message], test: Callable[[str], bool]) -> list[str]:
-    return [m.message_id or f"#{i + 1}" for i, m in enumerate(messages) if any(test(t) for t in strings_of(m))]
+class _Finder:
+    """A fact's test, remembered per message: a conversation's messages are shared by every snapshot."""
 
+    __slots__ = ("_seen", "test")
 
-def _places(s: ContextSnapshot, test: Callable[[str], bool]) -> tuple[list[str], list[str], list[str]]:
-    context = _holds(s.given if s.given is not None else s.kept, test)
-    context += [f"state {k}" for k, v in s.state.items() if any(test(t) for t in strings_of(v))]
-    wrote = _holds(s.wrote, test)
-    returned = [
-        f"to {', '.join(sent.targets) or 'nobody'}" for sent in s.sent if any(test(t) for t in strings_of(sent.message))
-    ]
-    return context, wrote, returned
+    def __init__(self, test: Callable[[str], bool]) -> None:
+        self.test = test
+        self._seen: dict[int, bool] = {}  # by id: the messages outlive the search, and never change
+
+    def holds(self, m: Message) -> bool:
+        hit = self._seen.get(id(m))
+        if hit is None:
+            hit = self._seen[id(m)] = any(self.test(t) for t in strings_of(m))
+        return hit
+
+    def ids(self, messages: Sequence[Message]) -> list[str]:
+        return [m.message_id or f"#{i + 1}" for i, m in enumerate(messages) if self.holds(m)]
+
+    def places(self, s: ContextSnapshot) -> tuple[list[str], list[str], list[str]]:
+        test = self.test
+        context = self.ids(s.given if s.given is not None else s.kept)
+        context += [f"state {k}" for k, v in s.state.items() if any(test(t) for t in strings_of(v))]
+        returned = [
+            f"to {', '.join(sent.targets) or 'nobody'}"
+            for sent in s.sent
+            if any(test(t) for t in strings_of(sent.message))
+        ]
+        return context, self.ids(s.wrote), returned
 
 
 class FactTable:
@@ -179,21 +195,21 @@ class FactTable:
 
 def who_has(trace: Trace, fact: Fact) -> FactTable:
     """For ``fact``, per executor of ``trace`` (and the user's chat, when the trace has one): where it was."""
-    test = matcher(fact)
+    finder = _Finder(matcher(fact))
     found: dict[str, dict[str, list[Where]]] = {eid: {"c": [], "w": [], "r": []} for eid in trace.executor_ids}
     kinds: dict[str, str] = {}
     for s in trace:
         kinds.setdefault(s.executor_id, s.kind)
         slots = found.setdefault(s.executor_id, {"c": [], "w": [], "r": []})
-        for key, at in zip("cwr", _places(s, test), strict=True):
+        for key, at in zip("cwr", finder.places(s), strict=True):
             if at:
                 slots[key].append(Where(s.turn, s.superstep, tuple(at)))
     rows = [
         Holder(eid, kinds.get(eid, "not run"), tuple(f["c"]), tuple(f["w"]), tuple(f["r"])) for eid, f in found.items()
     ]
     if trace.chat:
-        said = _holds([m for m in trace.chat if m.role == "user"], test)
-        shown = _holds([m for m in trace.chat if m.role != "user"], test)
+        said = finder.ids([m for m in trace.chat if m.role == "user"])
+        shown = finder.ids([m for m in trace.chat if m.role != "user"])
         rows.append(
             Holder(
                 CHAT,

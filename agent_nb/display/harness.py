@@ -51,8 +51,9 @@ def _turn_of(message: Message) -> int:
 def unseen_by(harness: Harness, up_to_turn: int) -> dict[str, str]:
     """Chat messages whose content never entered the top orchestrator's context, up to a turn."""
     root = harness.orchestrator.id
-    contexts = [s.given or () for t in harness.turns[:up_to_turn] for s in t.result.trace if s.executor_id == root]
-    known = [t for context in contexts for m in context for t in strings_of(m, offered=False)]
+    snapshots = [s for t in harness.turns[:up_to_turn] for s in t.result.trace if s.executor_id == root]
+    unique = {id(m): m for s in snapshots for m in s.given or ()}  # each holds the whole context: each message once
+    known = [t for m in unique.values() for t in strings_of(m, offered=False)]
     marks: dict[str, str] = {}
     for m in harness.transcript:
         if _turn_of(m) > up_to_turn or m.author_name == root:

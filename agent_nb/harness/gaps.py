@@ -17,7 +17,7 @@ from ..messages import Message
 from ..trace import ContextSnapshot, Trace
 from .calls import ComponentCall, ComponentResult, click_of
 from .planners import NO_ANSWER, Answer, Call
-from .words import mentions, similar
+from .words import SIMILAR, content_words, mentions
 
 __all__ = ["KINDS", "Finding", "Findings", "find_gaps"]
 
@@ -120,9 +120,23 @@ class _Conversation:
         self.results = [
             (s, sent.message) for s in self.snapshots for sent in s.sent if isinstance(sent.message, ComponentResult)
         ]
+        self._words: dict[int, tuple[str, frozenset[str]]] = {}
         self.callers = {  # who called each generative-answers node or component, by id
             s.executor_id: s.received.caller for s in self.snapshots if isinstance(s.received, ComponentCall)
         }
+
+    def similar(self, a: Message, b: Message) -> bool:
+        """``words.similar``, with each message's words found once."""
+        (ta, wa), (tb, wb) = self._normal(a), self._normal(b)
+        if ta in tb or tb in ta:
+            return True
+        return bool(wa and wb) and len(wa & wb) / min(len(wa), len(wb)) >= SIMILAR
+
+    def _normal(self, m: Message) -> tuple[str, frozenset[str]]:
+        hit = self._words.get(id(m))
+        if hit is None:
+            hit = self._words[id(m)] = (" ".join(m.text.casefold().split()), content_words(m.text))
+        return hit
 
     def kind(self, executor_id: str | None) -> str:
         return self.kinds.get(executor_id or "", "")
@@ -139,7 +153,7 @@ def duplicate_answers(c: _Conversation) -> Iterator[Finding]:
     """
     for j, later in enumerate(c.answers):
         for earlier in c.answers[:j]:
-            if earlier.author_name == later.author_name or not similar(earlier.text, later.text):
+            if earlier.author_name == later.author_name or not c.similar(earlier, later):
                 continue
             first, second = earlier.author_name or "?", later.author_name or "?"
             yield Finding(

@@ -202,8 +202,8 @@ class DeterministicPlanner:
 
 
 def _answered(after: Sequence[Message], speakers: frozenset[str]) -> bool:
-    for m in after:
-        if m.role == "assistant" and m.text and m.author_name in speakers and not is_tool_work(m):
+    for m in after:  # the cheap tests first: this runs for every request at every step
+        if m.role == "assistant" and m.author_name in speakers and not is_tool_work(m) and m.text:
             return True
     return any(bool(r.get("responded")) for r in results_in(after))
 

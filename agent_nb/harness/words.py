@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["best_passage", "content_words", "mentions", "overlap", "similar"]
+__all__ = ["SIMILAR", "best_passage", "content_words", "mentions", "overlap", "similar"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP_WORDS = """
@@ -43,7 +43,11 @@ def overlap(a: Iterable[str] | str, b: Iterable[str] | str) -> int:
     return len(wa & wb)
 
 
-def similar(a: str, b: str, threshold: float = 0.6) -> bool:
+SIMILAR = 0.6
+"""The share of the shorter message's words two messages must have in common to say the same thing."""
+
+
+def similar(a: str, b: str, threshold: float = SIMILAR) -> bool:
     """Whether two messages say the same thing: one contains the other, or most of their words agree."""
     na, nb = " ".join(a.casefold().split()), " ".join(b.casefold().split())
     if not na or not nb:
