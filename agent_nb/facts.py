@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 __all__ = ["ContextTable", "Fact", "FactTable", "Holder", "Where", "context_table", "strings_of", "who_has"]
 
 Fact = Union[str, Callable[[str], bool]]  # noqa: UP007 - Python 3.10 evaluates this at run time
+LEGEND = (
+    "C: in its active context · W: wrote it to the chat · R: returned it "
+    "(for the user's chat: C the user saw or said it, W the user said it)"
+)
 CHAT = "user's chat"
 """The viewpoint of the person in the conversation: what was written to the chat."""
 
@@ -258,7 +262,7 @@ class ContextTable:
         for viewpoint, _, marks in rows:
             cells = "  ".join(f"{m:<{w}}" for m, w in zip(marks, widths, strict=True))
             lines.append(f"{viewpoint:<{name}}  {cells}")
-        lines.append("C: in its active context · W: wrote it to the chat · R: returned it")
+        lines.append(LEGEND)
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -2,28 +2,53 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
 __all__ = ["run_sync"]
 
+_lock = threading.Lock()
+_background: asyncio.AbstractEventLoop | None = None
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """One loop, in a daemon thread, for every ``run_sync`` made inside a running loop."""
+    import asyncio
+
+    global _background
+    with _lock:
+        if _background is None or _background.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="agent_nb.run_sync", daemon=True).start()
+            _background = loop
+        return _background
+
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` and return its result.
 
-    With no event loop running (a script) this is ``asyncio.run``. Inside a running loop
-    (a Jupyter cell) the loop is made re-entrant with nest_asyncio, so the coroutine
-    runs on the kernel's own loop, next to the objects already bound to it.
+    With no event loop running (a script) this is ``asyncio.run``. Inside a running loop (a
+    Jupyter cell) the coroutine runs on agent_nb's own loop in a background thread while the
+    caller waits; it is the same loop every time, so a client keeps its connections from one
+    call to the next. (Re-entering the kernel's loop instead, as nest_asyncio does, lets the
+    kernel start the next queued cell in the middle of this one, which breaks "Run All".)
+    In a notebook ``await`` is still the better call; use one or the other with a given client.
     """
     import asyncio  # imported on use, as everywhere in agent_nb: `import agent_nb` stays light
 
     try:
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    import nest_asyncio  # type: ignore[import-untyped]
-
-    nest_asyncio.apply(loop)
-    return loop.run_until_complete(coro)
+    future = asyncio.run_coroutine_threadsafe(coro, _loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()  # interrupted (Ctrl-C, a kernel interrupt): do not leave it running
+        raise

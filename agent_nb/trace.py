@@ -202,6 +202,41 @@ class Trace(Sequence[ContextSnapshot]):
 
         return who_has(self, fact)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The trace as JSON-ready data: messages in full, everything else as readable text."""
+
+        def dump(messages: Sequence[Message] | None) -> list[dict[str, Any]] | None:
+            return None if messages is None else [m.model_dump(mode="json", exclude_none=True) for m in messages]
+
+        snapshots = []
+        for s in self._snapshots:
+            record: dict[str, Any] = {
+                "executor_id": s.executor_id,
+                "kind": s.kind,
+                "turn": s.turn,
+                "superstep": s.superstep,
+                "index": s.index,
+                "status": s.status,
+                "context_mode": s.context_mode,
+                "context_filter": s.context_filter,
+                "received": describe_value(s.received, 200),
+                "dropped": dump(s.dropped),
+                "given": dump(s.given),
+                "wrote": dump(s.wrote),
+                "state": {k: describe_state(v, 400) for k, v in s.state.items()},
+                "sent": [{"message": describe_value(x.message, 200), "targets": list(x.targets)} for x in s.sent],
+                "duration_ms": round(s.duration * 1000, 3),
+                "error": s.error,
+            }
+            if s.response is not None:
+                record["response"] = {
+                    "messages": dump(s.response.messages),
+                    "route": s.response.route,
+                    "model": s.response.model,
+                }
+            snapshots.append(record)
+        return {"executors": list(self.executor_ids), "snapshots": snapshots, "chat": dump(self.chat)}
+
     def to_text(self, *, width: int = 100, timings: bool = False) -> str:
         """A plain-text report: per invocation, what arrived, what was kept and dropped, what was answered."""
         lines: list[str] = []

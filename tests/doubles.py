@@ -40,3 +40,31 @@ class RecordingAgent:
             if self.fail is not None and i == 1:
                 raise self.fail
             yield AgentResponseUpdate([word if i == 0 else " " + word], author_name=self.name)
+
+
+class GatedClient:
+    """Wraps a chat client: a streamed answer stops after its first piece until ``gate`` is set.
+
+    It lets a test look at a turn while it runs (Send disabled, the first tokens shown).
+    """
+
+    def __init__(self, inner: Any) -> None:
+        import asyncio
+
+        self.inner = inner
+        self.gate = asyncio.Event()
+        self.started = asyncio.Event()
+
+    async def get_response(self, messages: Any, options: Any = None, *, session: Any = None) -> Any:
+        self.started.set()
+        await self.gate.wait()
+        return await self.inner.get_response(messages, options, session=session)
+
+    async def get_streaming_response(self, messages: Any, options: Any = None, *, session: Any = None) -> Any:
+        first = True
+        async for update in self.inner.get_streaming_response(messages, options, session=session):
+            yield update
+            if first:
+                first = False
+                self.started.set()
+                await self.gate.wait()

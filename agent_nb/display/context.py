@@ -17,11 +17,19 @@ from .html import Theme, bubble, container, escape, fold_list
 __all__ = ["columns_html", "snapshot_html", "trace_html"]
 
 
-_NOT_RUN = '<div class="card meta">did not run</div>'
-LEGEND = (
-    '<div class="meta">struck through: dropped by the context mode or filter · '
-    '<span class="badge moved">handed over as user</span>: another agent\'s reply, given as a user message</div>'
-)
+_NOT_RUN = '<div class="card meta">did not run in this turn</div>'
+_STRUCK = "struck through: dropped by the context mode or filter"
+_MOVED = '<span class="badge moved">handed over as user</span>: another agent\'s reply, given as a user message'
+
+
+def legend(trace: Trace) -> str:
+    """The legend of what this trace shows: struck-through messages, reassigned ones (nothing if neither)."""
+    parts = []
+    if any(s.dropped for s in trace):
+        parts.append(_STRUCK)
+    if any(any(s.reassigned()) for s in trace):
+        parts.append(_MOVED)
+    return f'<div class="meta">{" · ".join(parts)}</div>' if parts else ""
 
 
 def _count(n: int, noun: str) -> str:

@@ -3,7 +3,8 @@
 The layout is computed here in Python (no Graphviz, no JavaScript, no network): cycles are
 broken at their back edges, nodes are put in layers by their longest path from the start,
 ordered within layers to reduce crossings, and edges are drawn as curves. Conditional
-edges are dashed and labelled, back edges curve around the side, the start is marked.
+edges are dashed and labelled, back edges are dashed too (a reply to the layer above runs beside
+the edge down; a longer cycle curves around the right side), the start is marked.
 """
 
 from __future__ import annotations
@@ -108,6 +109,9 @@ def graph_of(workflow: Workflow, trace: Trace | None = None) -> Graph:
 class _Layout:
     pos: dict[str, tuple[float, float]] = field(default_factory=dict)
     back: set[tuple[str, str]] = field(default_factory=set)
+    layer: dict[str, int] = field(default_factory=dict)
+    right: float = 0.0
+    """The right edge of the widest layer: a back edge curves beyond it, past every node."""
     width: float = 0.0
     height: float = 0.0
 
@@ -179,6 +183,8 @@ def layout(graph: Graph) -> _Layout:
         offset = (widest - len(layer)) * (NODE_W + GAP_X) / 2
         for k, eid in enumerate(layer):
             result.pos[eid] = (PAD + offset + k * (NODE_W + GAP_X), PAD + r * (NODE_H + GAP_Y))
+            result.layer[eid] = r
+    result.right = PAD + widest * NODE_W + (widest - 1) * GAP_X
     side = 40 if back else 0  # room for back edges curving around the right side
     result.width = PAD * 2 + widest * NODE_W + (widest - 1) * GAP_X + side
     result.height = PAD * 2 + len(layers) * NODE_H + (len(layers) - 1) * GAP_Y
@@ -211,10 +217,20 @@ def _edge(link: Link, lay: _Layout) -> str:
     (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
     dash = ' stroke-dasharray="5 4"' if link.conditional else ""
     label_xy = None
-    if (link.source, link.target) in lay.back or link.source == link.target:
+    back = (link.source, link.target) in lay.back
+    if back and lay.layer[link.source] == lay.layer[link.target] + 1:
+        # a reply to the layer just above (a component answering its caller): beside the way down
+        x1, y1 = sx + NODE_W / 2 + 14, sy
+        x2, y2 = tx + NODE_W / 2 + 14, ty + NODE_H
+        mid = (y1 + y2) / 2
+        d = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{mid:.0f} {x2:.0f},{mid:.0f} {x2:.0f},{y2 + 6:.0f}"
+        label_xy = ((x1 + x2) / 2 + 4, mid - 4)
+        dash = ' stroke-dasharray="5 4"'
+    elif back or link.source == link.target:
         x1, y1 = sx + NODE_W, sy + NODE_H / 2
         x2, y2 = tx + NODE_W, ty + NODE_H / 2
-        bulge = max(x1, x2) + 34
+        # a cycle: around every node, so it crosses none; a loop on itself stays beside its node
+        bulge = (x1 + 34) if link.source == link.target else max(lay.right, x1, x2) + 30
         d = f"M{x1:.0f},{y1:.0f} C{bulge:.0f},{y1:.0f} {bulge:.0f},{y2:.0f} {x2 + 6:.0f},{y2:.0f}"
         label_xy = (bulge - 4, (y1 + y2) / 2)
         dash = ' stroke-dasharray="5 4"'

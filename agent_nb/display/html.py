@@ -53,7 +53,7 @@ CSS = (
     ".anb .graph{flex:0 0 auto;overflow:auto;max-height:80vh;max-width:100%}"
     ".anb .run>.side{flex:1 1 auto;min-width:0}"
     ".anb .cols{display:flex;gap:12px;overflow-x:auto;align-items:flex-start;padding-bottom:6px}"
-    ".anb .col{flex:1 0 230px;max-width:380px;border:1px solid var(--anb-border);border-radius:8px;"
+    ".anb .col{flex:1 1 230px;min-width:190px;max-width:380px;border:1px solid var(--anb-border);border-radius:8px;"
     "background:var(--anb-panel)}"
     ".anb .col>header{padding:8px 10px;border-bottom:1px solid var(--anb-border);background:var(--anb-bg);"
     "border-radius:8px 8px 0 0}"
@@ -67,25 +67,31 @@ CSS = (
     ".anb .msg.assistant{background:rgba(74,194,107,.16)}.anb .msg.tool{background:rgba(163,113,247,.16)}"
     ".anb .msg.dropped{background:rgba(140,149,159,.12);color:var(--anb-muted);text-decoration:line-through}"
     ".anb .badge{display:inline-block;font-size:10px;padding:0 5px;border-radius:8px;margin-left:4px;"
-    "background:rgba(140,149,159,.2);color:var(--anb-muted);text-decoration:none}"
+    "background:rgba(140,149,159,.2);color:var(--anb-fg);text-decoration:none}"
     ".anb .badge.moved{background:rgba(219,109,40,.18);color:var(--anb-fg)}"
     ".anb .badge.unseen{background:rgba(248,81,73,.16);color:var(--anb-fg)}"
     ".anb .button{display:inline-block;margin:3px 4px 0 0;padding:1px 8px;border:1px solid var(--anb-accent);"
-    "border-radius:10px;color:var(--anb-accent);font-size:12px}"
+    "border-radius:10px;color:var(--anb-fg);font-size:12px}"
     ".anb .click{font-weight:600}"
     ".anb .col.chat{flex-basis:260px;border-color:var(--anb-accent)}"
     ".anb .kv{margin:0;font-size:12px}.anb .kv dt{color:var(--anb-muted);float:left;clear:left;margin-right:6px}"
     ".anb .kv dd{margin:0 0 2px 0;word-break:break-word}"
+    ".anb .badge.route{background:rgba(84,174,255,.2);color:var(--anb-fg)}"
+    ".anb .turn{margin:6px 0 10px}.anb .turn.running{opacity:.85}"
     ".anb td.yes{background:var(--anb-ok-bg)}.anb td.gap{background:var(--anb-fail-bg)}"
-    ".anb .status{font-size:11px;padding:0 6px;border-radius:8px;border:1px solid var(--anb-border)}"
-    ".anb .status.ran{color:var(--anb-ok);border-color:var(--anb-ok)}"
-    ".anb .status.failed{color:var(--anb-fail);border-color:var(--anb-fail)}"
-    ".anb .status.waiting{color:var(--anb-wait);border-color:var(--anb-wait)}"
+    ".anb .status{font-size:11px;padding:0 6px;border-radius:8px;border:1px solid var(--anb-border);"
+    "color:var(--anb-fg)}"
+    # the border carries the colour, the text stays at full contrast
+    ".anb .status.ran{border-color:var(--anb-ok);background:var(--anb-ok-bg)}"
+    ".anb .status.failed{border-color:var(--anb-fail);background:var(--anb-fail-bg)}"
+    ".anb .status.waiting{border-color:var(--anb-wait);background:var(--anb-wait-bg)}"
     ".anb .fold{color:var(--anb-muted);font-style:italic;font-size:12px;margin:4px 0}"
     ".anb .error{color:var(--anb-fail);white-space:pre-wrap}"
     ".anb details>summary{cursor:pointer;color:var(--anb-accent)}"
     ".anb table{border-collapse:collapse;margin:8px 0}"
-    ".anb th,.anb td{border:1px solid var(--anb-border);padding:3px 8px;text-align:left;vertical-align:top}"
+    # doubled class: JupyterLab right-aligns table cells with a more specific rule of its own
+    ".anb.anb table th,.anb.anb table td{border:1px solid var(--anb-border);padding:3px 8px;text-align:left;"
+    "vertical-align:top}"
     ".anb th{background:var(--anb-panel)}"
     ".anb .bar{display:inline-block;height:8px;background:var(--anb-accent);border-radius:2px;margin-right:4px}"
 )
@@ -126,7 +132,7 @@ def bubble(
 ) -> str:
     """One message as a chat bubble: role, author, badges, text (folded when long), tool work, cards."""
     who = escape(message.role)
-    if message.author_name:
+    if message.author_name and message.author_name != message.role:
         who += f" · {escape(message.author_name)}"
     if moved_from:
         who += f'<span class="badge moved">{escape(moved_from)} handed over as user</span>'

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure  # this module is imported only when a plot is asked for
+from matplotlib.ticker import MaxNLocator
 
 from ..messages import estimate_tokens
 from .graph import NODE_H, NODE_W, Graph, layout
@@ -51,8 +52,9 @@ def context_sizes(results: Sequence[RunResult], *, measure: str = "messages") ->
     turns = list(range(1, len(results) + 1))
     for eid, values in series.items():
         ax.plot(turns, [float("nan") if v is None else v for v in values], marker="o", label=eid)
-    ax.set_xlabel("turn")
+    ax.set_xlabel("run")
     ax.set_ylabel(f"{measure} given")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 1.5 messages
     ax.set_title("context size per executor")
     ax.set_xticks(turns)
     if series:

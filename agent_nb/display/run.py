@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..messages import Message
+from ..messages import AgentResponseUpdate, Message
 from .bundle import mimebundle
-from .context import LEGEND, columns_html
+from .context import columns_html, legend
 from .graph import graph_of, graph_svg
 from .harness import chat_column
 from .html import Theme, container, escape
@@ -67,10 +67,13 @@ def run_view(
     wf = result.workflow
     name = wf.name if wf is not None else "workflow"
     supersteps = max((s.superstep for s in result.trace), default=0)
-    outputs = len(result.get_outputs())
+    outputs = sum(not isinstance(o, AgentResponseUpdate) for o in result.get_outputs())  # not streamed pieces
+    counts = [f"{supersteps} superstep{'' if supersteps == 1 else 's'}"]
+    if outputs:
+        counts.append(f"{outputs} output{'' if outputs == 1 else 's'}")
     head = (
         f'<h2>{escape(name)} <span class="meta">turn {index + 1} of {len(runs)} · {escape(result.status)} · '
-        f"{supersteps} supersteps · {outputs} outputs</span></h2>"
+        f"{' · '.join(counts)}</span></h2>"
     )
     if len(runs) > 1:
         head += _turns(runs, index)
@@ -82,7 +85,7 @@ def run_view(
     # side by side while the columns fit at their narrowest beside the graph, below it otherwise
     basis = min(len(result.trace.executor_ids) + (chat is not None), 5) * 242
     side = f'<div class="side" style="flex-basis:{basis}px">{columns}</div>'
-    return container(f'{head}{LEGEND}<div class="run">{picture}{side}</div>', theme)
+    return container(f'{head}{legend(result.trace)}<div class="run">{picture}{side}</div>', theme)
 
 
 class RunView:

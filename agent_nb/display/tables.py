@@ -38,7 +38,9 @@ def context_table_html(table: ContextTable) -> str:
     for viewpoint, kind, marks in table.rows():
         cells = "".join(f'<td class="{"yes" if m.strip("·") else "no"}">{escape(m)}</td>' for m in marks)
         body.append(f'<tr><th>{escape(viewpoint)} <span class="meta">{escape(kind)}</span></th>{cells}</tr>')
-    legend = '<div class="meta">C: in its active context · W: wrote it to the chat · R: returned it</div>'
+    from ..facts import LEGEND
+
+    legend = f'<div class="meta">{escape(LEGEND)}</div>'
     return container(f"<table><tr><th>viewpoint</th>{head}</tr>{''.join(body)}</table>{legend}")
 
 

@@ -138,6 +138,11 @@ class _Conversation:
             hit = self._words[id(m)] = (" ".join(m.text.casefold().split()), content_words(m.text))
         return hit
 
+    def name(self, executor_id: str | None) -> str:
+        """A part as a sentence names it: ``topic 'baggage'``, ``orchestrator``."""
+        kind = self.kind(executor_id)
+        return executor_id or "?" if kind in ("", executor_id) else f"{kind} {executor_id!r}"
+
     def kind(self, executor_id: str | None) -> str:
         return self.kinds.get(executor_id or "", "")
 
@@ -161,8 +166,8 @@ def duplicate_answers(c: _Conversation) -> Iterator[Finding]:
                 second,
                 _turn_of(later.message_id),
                 (earlier.message_id or "", later.message_id or ""),
-                f"{second} told the user again what {first} had shown in turn {_turn_of(earlier.message_id)}: "
-                f"{shorten(repr(later.text), 60)}",
+                f"{c.name(second)} told the user again what {c.name(first)} had shown in turn "
+                f"{_turn_of(earlier.message_id)}: {shorten(repr(later.text), 80)}",
                 _duplicate_remedy(c, first, second),
                 "While a component runs, the orchestrator cannot see what that component sends to the user; "
                 "the orchestrator does not reconcile context at the top level.",

@@ -82,7 +82,10 @@ class Turn:
         from ..display.harness import chat_html
         from ..display.html import container
 
-        return mimebundle(self.to_text(), lambda: container(chat_html((self.user, *self.shown))), include, exclude)
+        def html() -> str:
+            return container(f'<div class="meta">turn {self.number}</div>{chat_html((self.user, *self.shown))}')
+
+        return mimebundle(self.to_text(), html, include, exclude)
 
 
 class Harness:

@@ -351,11 +351,12 @@ class Orchestrator(Component):
         if cut <= 0:
             return st, ()
         old, recent = st.context[:cut], st.context[cut:]
-        lines = [message_line(m, 90) for m in old]
+        earlier = sum(int(m.text.split()[2]) for m in old if _is_summary(m, self.id))  # "Summary of N ..."
+        lines = [message_line(m, 90) for m in old if not _is_summary(m, self.id)]
         path = f"context/compacted-t{desk.turn}-{len(desk.ctx.get_state(SANDBOX, {})) + 1}.txt"
         self._write_file(desk, path, "\n".join(lines))
         room = max(int(budget) * 2, 160)  # about half the budget, in characters
-        head = f"Summary of {len(old)} earlier messages (in full in the sandbox, {path}): "
+        head = f"Summary of {earlier + len(lines)} earlier messages (in full in the sandbox, under context/): "
         summary = Message(
             "system", [head + shorten(" | ".join(lines), room)], author_name=self.id, message_id=desk.new_id("s")
         )

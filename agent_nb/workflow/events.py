@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ..trace import ContextSnapshot
 
 __all__ = [
     "ExecutorCompleted",
@@ -60,10 +63,11 @@ class ExecutorInvoked(WorkflowEvent):
 
 @dataclass(frozen=True, slots=True)
 class ExecutorCompleted(WorkflowEvent):
-    """An executor finished handling one message."""
+    """An executor finished handling one message; ``snapshot`` is what it had in its context."""
 
     executor_id: str
     superstep: int
+    snapshot: ContextSnapshot | None = None
     type: Literal["executor_completed"] = field(init=False, default="executor_completed")
 
 

@@ -237,10 +237,10 @@ class _Run:
         except BaseException as exc:  # cancelled (CancelledError, KeyboardInterrupt): not a failure of its own
             self._record(ctx, executor, message, index, start, error=f"cancelled ({type(exc).__name__})")
             raise
-        self._record(ctx, executor, message, index, start)
+        snapshot = self._record(ctx, executor, message, index, start)
         if ctx._updates:
             self._updates.append((index, ctx._updates))
-        self.emit(ExecutorCompleted(eid, step))
+        self.emit(ExecutorCompleted(eid, step, snapshot))
 
     def _record(
         self,
@@ -250,23 +250,23 @@ class _Run:
         index: int,
         start: float,
         error: str | None = None,
-    ) -> None:
+    ) -> ContextSnapshot:
         fields = ctx._record
         fields.setdefault("kind", executor.kind)
-        self._snapshots.append(
-            ContextSnapshot(
-                executor_id=executor.id,
-                superstep=ctx.superstep,
-                index=index,
-                received=message,
-                sent=tuple(ctx._sent),
-                outputs=tuple(ctx._outputs),
-                started=start - self._t0,
-                duration=time.perf_counter() - start,
-                error=error,
-                **fields,
-            )
+        snapshot = ContextSnapshot(
+            executor_id=executor.id,
+            superstep=ctx.superstep,
+            index=index,
+            received=message,
+            sent=tuple(ctx._sent),
+            outputs=tuple(ctx._outputs),
+            started=start - self._t0,
+            duration=time.perf_counter() - start,
+            error=error,
+            **fields,
         )
+        self._snapshots.append(snapshot)
+        return snapshot
 
 
 def _accepted(executor: Executor) -> str:

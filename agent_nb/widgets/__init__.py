@@ -1,0 +1,16 @@
+"""Widgets (ipywidgets 8): switch routes and context modes mid-conversation and watch the contexts change.
+
+```python
+from agent_nb.widgets import Playground
+
+Playground(workflow)   # a message box, the route, a mode per agent, the transcript, the live run view
+```
+
+``RouteSwitcher``, ``ContextModeSwitcher`` and ``ContextView`` work alone too. The logic
+lives in ``agent_nb.dialogue.Dialogue``; the widgets only map controls onto it.
+"""
+
+from .playground import Playground
+from .switchers import ContextModeSwitcher, ContextView, RouteSwitcher
+
+__all__ = ["ContextModeSwitcher", "ContextView", "Playground", "RouteSwitcher"]

@@ -1,0 +1,210 @@
+"""The playground: talk to an agent or a workflow, switch its route and context modes between turns.
+
+Every control has a Python way to drive it — ``send("...")``, ``route.value = "smart"``,
+``modes["writer"].value = "last_agent"``, ``reset()`` — and the work runs on the
+kernel's event loop, never blocking it. While a turn runs, Send is disabled; a failed turn
+is shown with its message and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as w
+
+from ..dialogue import Dialogue, Exchange
+from ..display.dialogue import transcript_html
+from ..display.html import container, escape
+from ..messages import AgentResponseUpdate
+from ..trace import ContextSnapshot, Trace
+from .switchers import ContextModeSwitcher, ContextView, RouteSwitcher, problem_html
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ..dialogue import Filter
+    from ..routing import RoutingChatClient
+    from ..sessions import AgentSession
+    from ..workflow import WorkflowEvent
+
+__all__ = ["Playground"]
+
+log = logging.getLogger("agent_nb.widgets")
+
+
+class Playground(w.VBox):  # type: ignore[misc]
+    """A chat with ``target`` (an agent or a workflow), its route and modes, and the live run view.
+
+    Args:
+        target: an agent or a ``Workflow``.
+        router: the ``RoutingChatClient`` to switch (found among the agents' clients if not given).
+        session: the session of an agent target.
+        filters: named context filters to offer as ``custom: <name>`` modes.
+        export_dir: where the export buttons write the conversation.
+    """
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        router: RoutingChatClient | None = None,
+        session: AgentSession | None = None,
+        filters: Mapping[str, Filter] | None = None,
+        export_dir: str | Path = ".",
+    ) -> None:
+        self.dialogue = Dialogue(target, router=router, session=session, filters=filters)
+        self.export_dir = Path(export_dir)
+        self.last_error: BaseException | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._live: dict[str, str] = {}
+        self._snapshots: list[ContextSnapshot] = []
+
+        self.text = w.Text(placeholder="Type a message and press Send")
+        self.text.layout.width = "60%"
+        self.send_button = w.Button(description="Send", button_style="primary", icon="paper-plane")
+        self.reset_button = w.Button(description="Reset", icon="rotate-left")
+        self.export_html_button = w.Button(description="Export HTML", icon="download")
+        self.export_json_button = w.Button(description="Export JSON", icon="download")
+        self.route = RouteSwitcher(self.dialogue.router, dialogue=self.dialogue) if self.dialogue.router else None
+        self.modes = {eid: ContextModeSwitcher(ex, dialogue=self.dialogue) for eid, ex in self.dialogue.agents.items()}
+        self.status = w.HTML()
+        self.transcript = w.HTML()
+        self.view = ContextView()
+
+        self.send_button.on_click(lambda _: self.send())
+        self.reset_button.on_click(lambda _: self.reset())
+        self.export_html_button.on_click(lambda _: self._export(self.export_html))
+        self.export_json_button.on_click(lambda _: self._export(self.export_json))
+
+        controls = [c for c in (self.route, *self.modes.values()) if c is not None]
+        super().__init__(
+            [
+                w.HBox([self.text, self.send_button, self.reset_button]),
+                w.HBox(controls, layout=w.Layout(flex_flow="row wrap")),
+                self.status,
+                self.transcript,
+                self.view,
+                w.HBox([self.export_html_button, self.export_json_button]),
+            ]
+        )
+        self.add_class("anb-playground")  # for a browser, and for a stylesheet
+        for part, name in ((self.status, "status"), (self.transcript, "transcript"), (self.view, "view")):
+            part.add_class(f"anb-{name}")
+        self._redraw()
+
+    # -- driving it -------------------------------------------------------------------
+
+    def send(self, text: str | None = None) -> asyncio.Task[Exchange | None] | Exchange | None:
+        """Send ``text`` (or what is typed in the box) as the next turn.
+
+        In a notebook the turn runs on the kernel's loop and this returns its task (``await``
+        it to wait); with no loop running (a script) it runs the turn to the end.
+        """
+        message = self.text.value if text is None else text
+        if not message.strip() or self.send_button.disabled:
+            return None  # nothing to send, or a turn already on its way: no double send
+        self.send_button.disabled = True
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._turn(message))
+        task = loop.create_task(self._turn(message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def reset(self) -> None:
+        """Start the conversation again (routes and modes stay as chosen)."""
+        try:
+            self.dialogue.reset()
+        except Exception as exc:
+            self._show_error(exc)
+            return
+        self.last_error = None
+        self._snapshots, self._live = [], {}
+        self.status.value = ""
+        self._redraw()
+
+    def export_html(self, path: str | Path | None = None) -> Path:
+        """Write the transcript and every turn's run view as a standalone page."""
+        target = Path(path) if path is not None else self.export_dir / f"{_slug(self.dialogue.workflow.name)}.html"
+        target.write_text(self.dialogue.to_html(), encoding="utf-8")
+        return target
+
+    def export_json(self, path: str | Path | None = None) -> Path:
+        """Write every turn, with its route, modes and trace, as JSON."""
+        target = Path(path) if path is not None else self.export_dir / f"{_slug(self.dialogue.workflow.name)}.json"
+        target.write_text(self.dialogue.to_json(), encoding="utf-8")
+        return target
+
+    # -- what happens -----------------------------------------------------------------
+
+    async def _turn(self, message: str) -> Exchange | None:
+        self.send_button.disabled = True
+        self.text.disabled = True
+        self._live, self._snapshots = {}, []
+        self.status.value = container('<div class="meta">running…</div>')
+        self._redraw(pending=message)
+        try:
+            exchange = await self.dialogue.send(message, on_event=lambda e: self._event(e, message))
+        except Exception as exc:
+            self._show_error(exc)
+            log.error("turn failed: %s", exc, exc_info=exc)
+            self._redraw()
+            return None
+        finally:
+            self.send_button.disabled = False
+            self.text.disabled = False
+        self.last_error = None
+        self.status.value = ""
+        self.text.value = ""
+        self._redraw()
+        return exchange
+
+    def _event(self, event: WorkflowEvent, message: str) -> None:
+        if event.type == "output" and isinstance(event.data, AgentResponseUpdate):  # type: ignore[attr-defined]
+            eid = event.executor_id  # type: ignore[attr-defined]
+            self._live[eid] = self._live.get(eid, "") + event.data.text  # type: ignore[attr-defined]
+            self._redraw(pending=message, view=False)
+        elif event.type == "executor_completed" and event.snapshot is not None:  # type: ignore[attr-defined]
+            self._snapshots.append(event.snapshot)  # type: ignore[attr-defined]
+            self._redraw(pending=message)
+
+    def _show_error(self, exc: BaseException) -> None:
+        self.last_error = exc
+        self.status.value = problem_html(exc)
+
+    def _redraw(self, *, pending: str | None = None, view: bool = True) -> None:
+        d = self.dialogue
+        self.transcript.value = container(transcript_html(d.exchanges, live=list(self._live.items()), pending=pending))
+        if not view:
+            return
+        if pending is not None:
+            from ..workflow import RunResult
+
+            partial = Trace(self._snapshots, tuple(d.workflow.executors))
+            self.view.update([*d.results, RunResult((), partial, "running", d.workflow)])
+        elif d.results:
+            self.view.update(d.results)
+        else:
+            self.view.value = container(
+                f'<div class="meta">{escape(d.workflow.name)}: no turns yet</div>'
+                f'<div class="graph">{d.workflow._repr_mimebundle_()["text/html"]}</div>'
+            )
+
+    def _export(self, write: Any) -> None:
+        try:
+            path = write()
+        except Exception as exc:
+            self._show_error(exc)
+            return
+        self.status.value = container(f'<div class="meta">wrote {escape(path)}</div>')
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name).strip("-") or "conversation"

@@ -1,0 +1,132 @@
+"""The playground and its parts, driven from Python the way a browser would drive them."""
+
+import asyncio
+import json
+
+from doubles import GatedClient
+
+from agent_nb import (
+    AgentExecutor,
+    AgentSession,
+    ChatAgent,
+    FunctionChatClient,
+    InMemoryHistoryProvider,
+    MirrorChatClient,
+    RoutingChatClient,
+    WorkflowBuilder,
+)
+from agent_nb.widgets import ContextModeSwitcher, ContextView, Playground, RouteSwitcher
+
+
+def trip(router):
+    agents = [
+        AgentExecutor(ChatAgent(router, name=name, history=InMemoryHistoryProvider()))
+        for name in ("planner", "researcher", "writer")
+    ]
+    return WorkflowBuilder(start_executor=agents[0], name="trip").add_chain(agents).build()
+
+
+async def settle(pg):
+    await asyncio.gather(*pg._tasks)
+
+
+async def test_send_switch_route_and_mode_and_send_again():
+    pg = Playground(trip(RoutingChatClient({"fast": MirrorChatClient(), "smart": MirrorChatClient()})))
+    assert pg.route.dropdown.options == ("fast", "smart")
+    assert list(pg.modes) == ["planner", "researcher", "writer"]
+    assert pg.modes["writer"].dropdown.options[:2] == ("full", "last_agent")
+    pg.text.value = "Plan a rainy Sunday"
+    pg.send_button.click()
+    await settle(pg)
+    pg.route.value = "smart"
+    pg.modes["writer"].value = "last_agent"
+    await pg.send("Indoors only")
+    first, second = pg.dialogue.exchanges
+    assert set(first.routes.values()) == {"fast"} and set(second.routes.values()) == {"smart"}
+    assert second.modes["writer"] == "last_agent"
+    assert pg.transcript.value.count('data-route="smart"') == 3
+    assert "turn 2 · route smart" in pg.transcript.value and "writer: last_agent" in pg.transcript.value
+    assert "turn 2 of 2" in pg.view.value and "dropped by last_agent" in pg.view.value
+    assert pg.text.value == "" and not pg.send_button.disabled
+
+
+async def test_send_is_disabled_while_a_turn_runs_and_tokens_show_as_they_arrive():
+    gated = GatedClient(MirrorChatClient())
+    pg = Playground(ChatAgent(RoutingChatClient({"only": gated}), name="assistant"))
+    task = pg.send("hello there")
+    assert pg.send_button.disabled
+    assert pg.send("again") is None  # a second send while the first is on its way is ignored
+    await gated.started.wait()
+    assert 'class="msg assistant live"' in pg.transcript.value and "I</div>" in pg.transcript.value
+    assert "running" in pg.view.value
+    gated.gate.set()
+    await task
+    assert not pg.send_button.disabled and len(pg.dialogue.exchanges) == 1
+
+
+async def test_an_error_is_shown_in_the_widget_and_changes_nothing():
+    def broken(messages, options):
+        raise RuntimeError("quota exhausted")
+
+    router = RoutingChatClient({"good": MirrorChatClient(), "bad": FunctionChatClient(broken)})
+    pg = Playground(ChatAgent(router, name="assistant", history=InMemoryHistoryProvider()))
+    await pg.send("one")
+    pg.route.value = "bad"
+    assert await pg.send("two") is None
+    assert "quota exhausted" in pg.status.value and "quota exhausted" in str(pg.last_error)
+    assert "this turn failed and changed nothing" in pg.transcript.value
+    assert not pg.send_button.disabled
+    pg.route.value = "good"
+    third = await pg.send("three")
+    assert third.answer.startswith("I see 3 messages")  # the failed turn left no trace in the history
+
+
+async def test_a_refused_choice_is_explained_and_the_control_goes_back():
+    router = RoutingChatClient({"fast": MirrorChatClient(), "smart": MirrorChatClient()})
+    pg = Playground(ChatAgent(router, name="assistant"))
+    router.remove_route("smart")  # gone since the playground was built
+    pg.route.value = "smart"
+    assert pg.route.value == "fast"
+    assert "RouteNotFoundError" in pg.route.message.value and "no route &#x27;smart&#x27;" in pg.route.message.value
+    router.add_route("smart", MirrorChatClient())
+    pg.route.value = "smart"
+    assert pg.route.message.value == "" and pg.dialogue.route == "smart"
+
+
+async def test_reset_and_export(tmp_path):
+    pg = Playground(trip(RoutingChatClient({"fast": MirrorChatClient()})), export_dir=tmp_path)
+    await pg.send("Plan a trip")
+    pg.export_html_button.click()
+    pg.export_json_button.click()
+    assert "wrote" in pg.status.value
+    assert json.loads((tmp_path / "trip.json").read_text())["turns"][0]["text"] == "Plan a trip"
+    assert "I see 1 message" in (tmp_path / "trip.html").read_text()
+    pg.reset_button.click()
+    assert pg.dialogue.exchanges == [] and "no turns yet" in pg.transcript.value
+    again = await pg.send("Plan again")
+    assert again.answers[0][1] == 'I see 1 message: user "Plan again"'
+
+
+def test_the_parts_work_alone():
+    router = RoutingChatClient({"fast": MirrorChatClient(), "smart": MirrorChatClient()})
+    session = AgentSession()
+    switcher = RouteSwitcher(router, session)
+    switcher.value = "smart"
+    assert router.get_active_route(session) == "smart"
+    writer = AgentExecutor(ChatAgent(router, name="writer"))
+    modes = ContextModeSwitcher(writer, filters={"last one": lambda ms: ms[-1:]})
+    modes.value = "custom: last one"
+    assert writer.context_mode == "custom" and writer.context_filter.__name__ == "<lambda>"
+    modes.value = "last_agent"
+    assert writer.context_mode == "last_agent"
+    result = WorkflowBuilder(start_executor=writer).build().run_sync("hello")
+    view = ContextView(result.trace)
+    assert 'data-executor="writer"' in view.value
+    view.update(result)
+    assert "turn 1 of 1" in view.value
+
+
+def test_in_a_script_send_runs_the_turn_to_the_end():
+    pg = Playground(ChatAgent(MirrorChatClient(), name="assistant"))
+    exchange = pg.send("hello")
+    assert exchange.answer == 'I see 1 message: user "hello"' and pg.route is None

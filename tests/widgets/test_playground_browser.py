@@ -1,0 +1,207 @@
+"""The playground in a real browser: JupyterLab and Voila serve notebooks/05_playground.ipynb.
+
+Headless Debian chromium types a message, presses Send, switches the route and an agent's
+context mode, and reads what the page shows. Screenshots go to $AGENT_NB_ARTIFACTS (or the
+test's temporary directory): look at them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "05_playground.ipynb"
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+TIMEOUT_MS = 90_000  # a server and a kernel starting on two busy cores
+TOKEN = "agent-nb-test"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)"),
+]
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(args: list[str], cwd: Path, ready: str, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{args[2]} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            urllib.request.urlopen(ready, timeout=2)
+            return proc
+        except urllib.error.HTTPError:
+            return proc  # any answer means it listens
+        except OSError:
+            time.sleep(0.25)
+    _stop(proc)
+    raise TimeoutError(f"{args[2]} did not start in 120 s:\n{log.read_text()[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)  # servers shut their kernels down on SIGTERM
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A root with the notebook (outputs cleared: no stale widgets) and an isolated Jupyter config."""
+    base = tmp_path_factory.mktemp("playground")
+    root = base / "root"
+    root.mkdir()
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.write(nb, root / NOTEBOOK.name)
+    env = dict(os.environ)
+    for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                     ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")]:  # fmt: skip
+        env[var] = str(base / "jupyter" / sub)
+    news = base / "jupyter" / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))  # else a toast covers the page
+    env["PYTHONPATH"] = str(ROOT)
+    return base, root, env
+
+
+@pytest.fixture(scope="module")
+def lab_url(served):
+    base, root, env = served
+    port = _port()
+    args = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.token={TOKEN}",
+            "--ServerApp.ip=127.0.0.1", f"--port={port}", "--allow-root", f"--ServerApp.root_dir={root}"]  # fmt: skip
+    proc = _serve(args, root, f"http://127.0.0.1:{port}/api/status?token={TOKEN}", base / "lab.log", env)
+    yield f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK.name}?token={TOKEN}"
+    _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def voila_url(served):
+    base, root, env = served
+    port = _port()
+    args = [sys.executable, "-m", "voila", NOTEBOOK.name, "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1"]
+    proc = _serve(args, root, f"http://127.0.0.1:{port}/__ready__", base / "voila.log", env)  # GET / would run it
+    yield f"http://127.0.0.1:{port}/"
+    _stop(proc)
+
+
+@pytest.fixture
+def page():
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, args=FLAGS, viewport={"width": 1400, "height": 1400}
+        )
+        tab = context.pages[0] if context.pages else context.new_page()
+        tab.set_default_timeout(TIMEOUT_MS)
+        yield tab
+        context.close()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def _artifacts(tmp_path: Path) -> Path:
+    out = Path(os.environ.get("AGENT_NB_ARTIFACTS") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+@contextlib.contextmanager
+def _shot_on_failure(page, path: Path):
+    try:
+        yield
+    except BaseException:
+        page.screenshot(path=str(path), full_page=True)
+        raise
+
+
+def converse(page, shots: Path, name: str) -> None:
+    """Send, switch route, send, switch the writer to last_agent, send — checking what the page shows."""
+    from playwright.sync_api import expect
+
+    playground = page.locator(".anb-playground").first
+    text = playground.locator(".widget-text input").first
+    send = playground.locator("button", has_text="Send")
+    transcript = playground.locator(".anb-transcript")
+
+    def say(message: str) -> None:
+        text.fill(message)
+        expect(send).to_be_enabled()
+        send.click()
+        expect(transcript.locator(".turn:not(.running)").filter(has_text=message)).to_have_count(1)
+
+    say("Plan a rainy Sunday in Lisbon")
+    expect(transcript.locator('.msg.assistant[data-route="fast"]')).to_have_count(3)
+    playground.locator(".widget-dropdown").filter(has_text="route").locator("select").select_option("smart")
+    say("Make it indoors only")
+    smart = transcript.locator('.msg.assistant[data-route="smart"]')
+    expect(smart).to_have_count(3)
+    # the new route got the whole history: the planner's second reply lists the first turn's message
+    expect(smart.first).to_contain_text('I see 3 messages: user "Plan a rainy Sunday in…"')
+    page.screenshot(path=str(shots / f"{name}-route.png"), full_page=True)
+
+    writer_column = playground.locator('section.col[data-executor="writer"]')
+    expect(writer_column).not_to_contain_text("dropped by last_agent")
+    playground.locator(".widget-dropdown").filter(has_text="writer").locator("select").select_option("last_agent")
+    say("Add a museum")
+    expect(writer_column).to_contain_text("dropped by last_agent")
+    expect(transcript).to_contain_text("turn 3 · route smart")
+    expect(transcript).to_contain_text("writer: last_agent")
+    page.screenshot(path=str(shots / f"{name}-last-agent.png"), full_page=True)
+
+
+def test_in_jupyterlab(page, lab_url, tmp_path):
+    from playwright.sync_api import expect
+
+    shots = _artifacts(tmp_path)
+    page.goto(lab_url)
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    expect(page.locator(".jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$"))).to_have_count(1)
+    page.locator(".lm-MenuBar-item", has_text="Run").click()
+    page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+    expect(page.locator(".jp-Cell").last.locator(".jp-InputPrompt")).not_to_have_text("[*]:")
+    expect(page.locator(".jp-InputPrompt").filter(has_text="[*]")).to_have_count(0)
+    expect(page.locator(".jp-OutputArea-output").filter(has_text="turn 2: routes ['smart'], writer last_agent"))
+    with _shot_on_failure(page, shots / "lab-failed.png"):
+        converse(page, shots, "lab")
+
+
+def test_in_voila(page, voila_url, tmp_path):
+    shots = _artifacts(tmp_path)
+    page.goto(voila_url)
+    page.wait_for_selector(".anb-playground")
+    with _shot_on_failure(page, shots / "voila-failed.png"):
+        converse(page, shots, "voila")
