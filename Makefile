@@ -29,7 +29,9 @@ lint: $(VENV)/.installed-dev
 
 # The browser tests drive Debian's chromium (Playwright's own browser download is not used).
 system-deps:
-	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium; }
+	@[ -n "$$CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+	  apt-get update -q && apt-get install -y -q chromium; } || { echo "the browser tests need chromium:" \
+	  "run 'sudo apt-get install chromium' (Debian) or set CHROMIUM=/path/to/chromium"; exit 1; }
 
 test: lint system-deps
 	$(BIN)/python -m pytest
