@@ -27,12 +27,14 @@ from .errors import (
     AgentNbError,
     AllAttemptsFailed,
     BudgetExceeded,
+    CheckpointError,
     InputTypeError,
     ModelBadRequest,
     ModelError,
     ModelRateLimited,
     ModelTimeout,
     ModelUnavailable,
+    RequestError,
     RouteIncompatibleError,
     RouteNotFoundError,
     RunError,
@@ -70,6 +72,8 @@ from .workflow import (
     AgentExecutorResponse,
     Executor,
     FunctionExecutor,
+    PendingRequest,
+    RequestResponse,
     RunResult,
     SequentialBuilder,
     TurnToken,
@@ -86,6 +90,12 @@ if _typing.TYPE_CHECKING:
     from .portability import check_history, repair_history
     from .routing import FallbackChatClient, RoutingChatClient
     from .tools import FunctionTool, tool
+    from .workflow.checkpoint_storage import (
+        CheckpointStorage,
+        FileCheckpointStorage,
+        InMemoryCheckpointStorage,
+        SQLiteCheckpointStorage,
+    )
 
 __version__ = "0.1.0"
 
@@ -102,6 +112,10 @@ _LAZY = {
     "repair_history": "portability",
     "FunctionTool": "tools",
     "tool": "tools",
+    "CheckpointStorage": "workflow.checkpoint_storage",
+    "FileCheckpointStorage": "workflow.checkpoint_storage",
+    "InMemoryCheckpointStorage": "workflow.checkpoint_storage",
+    "SQLiteCheckpointStorage": "workflow.checkpoint_storage",
 }
 
 
@@ -135,17 +149,21 @@ __all__ = [
     "ChatHistoryProvider",
     "ChatResponse",
     "ChatResponseUpdate",
+    "CheckpointError",
+    "CheckpointStorage",
     "ContextSnapshot",
     "Conversation",
     "DataContent",
     "EchoChatClient",
     "Executor",
     "FallbackChatClient",
+    "FileCheckpointStorage",
     "FunctionCallContent",
     "FunctionChatClient",
     "FunctionExecutor",
     "FunctionResultContent",
     "FunctionTool",
+    "InMemoryCheckpointStorage",
     "InMemoryHistoryProvider",
     "InputTypeError",
     "Message",
@@ -156,11 +174,15 @@ __all__ = [
     "ModelTimeout",
     "ModelUnavailable",
     "OfflineChatClient",
+    "PendingRequest",
+    "RequestError",
+    "RequestResponse",
     "RouteIncompatibleError",
     "RouteNotFoundError",
     "RoutingChatClient",
     "RunError",
     "RunResult",
+    "SQLiteCheckpointStorage",
     "SQLiteHistoryProvider",
     "ScriptExhausted",
     "ScriptedChatClient",

@@ -10,6 +10,11 @@ function tools. With a history provider one turn is exactly:
 4. tool calls are run and answered, round after round, up to ``max_tool_rounds`` (a forced
    ``tool_choice`` holds for the first round only, so the model can then answer);
 5. the provider saves the turn's new messages, only once the turn succeeded.
+
+A call of a tool that ``requires_approval`` is not run in step 4: the turn ends with a
+``UserInputRequestContent`` per such call (its ``request_id`` is the call's id). The next
+turn's input carries ``UserInputResponseContent(request_id=..., approved=...)``: approved
+calls run, rejected ones are answered "rejected", and the model goes on from there.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from .messages import (
     FunctionResultContent,
     Message,
     Usage,
+    UserInputRequestContent,
+    UserInputResponseContent,
     to_messages,
 )
 from .sessions import AgentSession
@@ -176,6 +183,10 @@ class _Turn:
         self.options = options
         self.run_kwargs = dict(function_invocation_kwargs or {})
         self.produced: list[Message] = []
+        self.resumed: list[Message] = []
+        """The answer to calls a previous turn left waiting for approval (it comes first)."""
+        self.asking: list[Message] = []
+        """Approval requests this turn ends with (returned, never stored)."""
         self.usage: Usage | None = None
         self.last: ChatResponse | None = None
 
@@ -184,8 +195,49 @@ class _Turn:
     async def _request(self) -> list[Message]:
         """Steps 1 and 2: the stored conversation, then this turn's input, after the instructions."""
         prior = await self.history.load(self.session) if self.history is not None and self.session else []
+        self.new = _without_contents(self.new, "user_input_request")  # a paused turn handed back whole
+        approvals = {c.request_id: c for m in self.new for c in m.contents if c.type == "user_input_response"}
+        if approvals:
+            self.new = _without_contents(self.new, "user_input_response")
+            await self._resume(prior, approvals)
         self._check_pending(prior)
         return [*self.agent._system_message(), *prior, *self.new]
+
+    async def _resume(self, prior: list[Message], approvals: dict[str, UserInputResponseContent]) -> None:
+        """Run (or reject) the calls that waited for approval; their answer goes right after the calls.
+
+        Approvals of calls this agent does not wait on (another agent's, handed on in a conversation) are ignored.
+        """
+        seq = [*prior, *self.new]
+        answered = {c.call_id for m in seq for c in m.contents if c.type == "function_result"}
+        waiting = [c for c in _unanswered(seq) if c.call_id not in answered]  # approvals of others: ignored
+        tools = self.agent._tools_by_name
+        runnable = [c for c in waiting if c.name in tools and (c.call_id in approvals or not _needs(tools, c))]
+        if not runnable:
+            return
+        answer = await self._run_calls(runnable, approvals)
+        where = max(i for i, m in enumerate(seq) if m.role == "assistant" and _calls(m))
+        at = max(0, where + 1 - len(prior))
+        self.new = [*self.new[:at], answer, *self.new[at:]]
+        self.resumed = [answer]
+
+    def _ask(self, calls: list[FunctionCallContent]) -> bool:
+        """End the turn with approval requests if any call needs one (no call of the round runs yet)."""
+        tools = self.agent._tools_by_name
+        needing = [c for c in calls if c.name in tools and _needs(tools, c)]
+        if not needing:
+            return False
+        requests = [
+            UserInputRequestContent(
+                request_id=c.call_id,
+                prompt=f"{self.agent.name} wants to call {c.name}({_arguments(c)}). Allow it?",
+                options=("approve", "reject"),
+                function_call=c,
+            )
+            for c in needing
+        ]
+        self.asking = [Message("assistant", requests, author_name=self.agent.name)]
+        return True
 
     def _check_pending(self, prior: list[Message]) -> None:
         """Tool calls the last turn left for the caller must be answered before the conversation goes on."""
@@ -194,6 +246,14 @@ class _Turn:
             return
         answered = {c.call_id for m in self.new for c in m.contents if c.type == "function_result"}
         missing = [c for c in pending if c.call_id not in answered]
+        tools = self.agent._tools_by_name
+        approval = [c for c in missing if c.name in tools and _needs(tools, c)]
+        if approval:
+            calls = ", ".join(f"{c.name} ({c.call_id})" for c in approval)
+            raise UsageError(
+                f"agent {self.agent.name!r}: its tool calls {calls} wait for approval. Answer them first: "
+                "Message('user', [UserInputResponseContent(request_id=<call id>, approved=True or False)])"
+            )
         if missing:
             assert self.session is not None
             calls = ", ".join(f"{c.name} ({c.call_id})" for c in missing)
@@ -225,10 +285,24 @@ class _Turn:
                 f"agent {self.agent.name!r}: the model still called tools after {n} rounds (max_tool_rounds={n}); "
                 "raise max_tool_rounds if the task needs more, or check what the tools return"
             )
+        answer = await self._run_calls(calls, {})
+        if self.options.get("tool_choice") not in (None, "auto", "none"):
+            self.options = {**self.options, "tool_choice": "auto"}  # forced for the first round only
+        self.produced.append(answer)
+        return answer
+
+    async def _run_calls(
+        self, calls: list[FunctionCallContent], approvals: Mapping[str, UserInputResponseContent]
+    ) -> Message:
+        """Run the calls concurrently and answer them in one tool message; rejected ones are not run."""
         tools = self.agent._tools_by_name
 
         async def one(call: FunctionCallContent) -> FunctionResultContent:
             tool = tools.get(call.name)
+            verdict = approvals.get(call.call_id)
+            if verdict is not None and not verdict.approved:
+                why = f": {verdict.text}" if verdict.text else ""
+                return FunctionResultContent(call_id=call.call_id, exception=f"the user rejected this call{why}")
             if tool is None:
                 problem = f"there is no tool {call.name!r}; tools: {', '.join(tools)}"
                 return FunctionResultContent(call_id=call.call_id, exception=problem)
@@ -241,11 +315,7 @@ class _Turn:
         import asyncio  # not at import time: see agent_nb/__init__ (only turns with tools get here)
 
         results = await asyncio.gather(*(one(c) for c in calls))
-        if self.options.get("tool_choice") not in (None, "auto", "none"):
-            self.options = {**self.options, "tool_choice": "auto"}  # forced for the first round only
-        answer = Message("tool", list(results), author_name=self.agent.name)
-        self.produced.append(answer)
-        return answer
+        return Message("tool", list(results), author_name=self.agent.name)
 
     async def _save(self) -> None:
         """Step 5, only once everything succeeded."""
@@ -271,7 +341,7 @@ class _Turn:
     def _response(self) -> AgentResponse:
         last = self.last
         return AgentResponse(
-            self.produced,
+            [*self.resumed, *self.produced, *self.asking],
             response_id=last.response_id if last else None,
             model=last.model if last else None,
             route=last.route if last else None,
@@ -294,7 +364,7 @@ class _Turn:
                 except Exception as exc:
                     raise self._model_error(exc) from exc
                 calls = self._record(response)
-                if not calls:
+                if not calls or self._ask(calls):
                     break
                 await self._answer(calls, round_)
             await self._save()
@@ -307,6 +377,8 @@ class _Turn:
         name = self.agent.name
         try:
             request = await self._request()
+            for m in self.resumed:
+                yield AgentResponseUpdate(m.contents, role="tool", author_name=name)
             for round_ in range(self.agent.max_tool_rounds + 1):
                 updates = []
                 try:
@@ -330,11 +402,13 @@ class _Turn:
                 except Exception as exc:
                     raise self._model_error(exc) from exc
                 calls = self._record(ChatResponse.from_updates(updates))
-                if not calls:
+                if not calls or self._ask(calls):
                     break
                 answer = await self._answer(calls, round_)
                 yield AgentResponseUpdate(answer.contents, role="tool", author_name=name)
             await self._save()
+            for m in self.asking:
+                yield AgentResponseUpdate(m.contents, role="assistant", author_name=name, message_id="approval")
         except BaseException as exc:
             self._note(exc)
             raise
@@ -353,3 +427,28 @@ def _unanswered(messages: Sequence[Message], *, everywhere: bool = False) -> lis
 
 def _calls(message: Message) -> list[FunctionCallContent]:
     return [c for c in message.contents if isinstance(c, FunctionCallContent)]
+
+
+def _needs(tools: Mapping[str, FunctionTool], call: FunctionCallContent) -> bool:
+    return tools[call.name].requires_approval
+
+
+def _arguments(call: FunctionCallContent) -> str:
+    args = call.arguments
+    if isinstance(args, str):
+        return args
+    return ", ".join(f"{k}={v!r}" for k, v in args.items())
+
+
+def _without_contents(messages: list[Message], kind: str) -> list[Message]:
+    """The messages minus contents of one ``type``; a message left empty is dropped."""
+    if not any(c.type == kind for m in messages for c in m.contents):
+        return messages
+    out = []
+    for m in messages:
+        kept = [c for c in m.contents if c.type != kind]
+        if len(kept) == len(m.contents):
+            out.append(m)
+        elif kept:
+            out.append(Message(m.role, kept, author_name=m.author_name, message_id=m.message_id))
+    return out

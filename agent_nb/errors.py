@@ -8,7 +8,9 @@ AgentNbError
 │   ├── WorkflowBusyError       a workflow asked to run while it is already running
 │   ├── RouteNotFoundError      a route name the router does not have (also a KeyError)
 │   ├── ServiceManagedHistoryError  a route whose history lives on the service
-│   └── RouteIncompatibleError  a history the chosen route would reject
+│   ├── RouteIncompatibleError  a history the chosen route would reject
+│   └── RequestError            a response to a pending request: unknown id or wrong type
+├── CheckpointError             a checkpoint that cannot be written, read or resumed
 └── RunError                    a run failed; nothing it held was kept
     ├── StepFailed              an executor raised inside a superstep
     ├── ModelError              a chat client failed (``retryable`` says whether another try may work)
@@ -39,12 +41,14 @@ __all__ = [
     "AgentNbError",
     "AllAttemptsFailed",
     "BudgetExceeded",
+    "CheckpointError",
     "InputTypeError",
     "ModelBadRequest",
     "ModelError",
     "ModelRateLimited",
     "ModelTimeout",
     "ModelUnavailable",
+    "RequestError",
     "RouteIncompatibleError",
     "RouteNotFoundError",
     "RunError",
@@ -104,6 +108,21 @@ class StepFailed(RunError):
         super().__init__(message)
         self.executor_id = executor_id
         self.superstep = superstep
+
+
+class CheckpointError(AgentNbError):
+    """A checkpoint cannot be written, read or resumed; the message names it and says why.
+
+    Nothing is changed when it is raised: no executor, session or storage is touched.
+    """
+
+    def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
+        super().__init__(message)
+        self.checkpoint_id = checkpoint_id
+
+
+class RequestError(UsageError):
+    """A response does not fit a pending request: an unknown request id, or a value of the wrong type."""
 
 
 class RouteNotFoundError(UsageError, KeyError):

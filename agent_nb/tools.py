@@ -14,7 +14,9 @@ agent = ChatAgent(client, name="assistant", tools=[weather])
 ```
 
 A tool that declares ``**kwargs`` also receives the run's ``function_invocation_kwargs``.
-Plain functions run in a worker thread, ``async def`` ones on the event loop.
+Plain functions run in a worker thread, ``async def`` ones on the event loop. A tool made
+with ``requires_approval=True`` never runs on the model's word alone: the agent's turn ends
+with an approval request, and the next turn runs it (approved) or tells the model it was rejected.
 """
 
 from __future__ import annotations
@@ -54,10 +56,18 @@ def _strip_titles(schema: Any) -> Any:
 class FunctionTool:
     """A Python function (sync or async) offered to a model as a tool."""
 
-    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: bool = False,
+    ) -> None:
         if not callable(fn):
             raise TypeError(f"a tool must be a function, got {fn!r}")
         self.fn = fn
+        self.requires_approval = requires_approval
         self.name: str = str(name or getattr(fn, "__name__", ""))
         if not self.name.isidentifier():
             raise ValueError(f"tool name {self.name!r} is not usable; pass name='...' (letters, digits, underscores)")
@@ -134,14 +144,21 @@ class FunctionTool:
         return to_jsonable_python(result, fallback=str)
 
     def __repr__(self) -> str:
-        return f"FunctionTool({self.name!r})"
+        approval = ", requires_approval=True" if self.requires_approval else ""
+        return f"FunctionTool({self.name!r}{approval})"
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
-    """Make a ``FunctionTool``: ``@tool`` or ``@tool(name=..., description=...)``."""
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+) -> Any:
+    """Make a ``FunctionTool``: ``@tool`` or ``@tool(name=..., description=..., requires_approval=True)``."""
     if fn is None:
-        return lambda f: FunctionTool(f, name=name, description=description)
-    return FunctionTool(fn, name=name, description=description)
+        return lambda f: FunctionTool(f, name=name, description=description, requires_approval=requires_approval)
+    return FunctionTool(fn, name=name, description=description, requires_approval=requires_approval)
 
 
 def as_tools(items: Iterable[Callable[..., Any] | FunctionTool]) -> list[FunctionTool]:

@@ -66,12 +66,16 @@ class ContextSnapshot:
     """Seconds from the start of the run."""
     duration: float = 0.0
     error: str | None = None
+    requested: tuple[str, ...] = ()
+    """The ids of the requests for input it made (the run then waits for their answers)."""
 
     @property
     def status(self) -> str:
-        """``failed``, ``answered`` (the agent ran), ``cached`` (it only stored messages) or ``ran``."""
+        """``failed``, ``waiting`` (it asked for input), ``answered`` (the agent ran), ``cached`` or ``ran``."""
         if self.error is not None:
             return "failed"
+        if self.requested:
+            return "waiting"
         if self.given is not None:
             return "answered"
         return "cached" if self.kind == "agent" else "ran"

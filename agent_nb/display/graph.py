@@ -79,6 +79,8 @@ def _status(trace: Trace, executor_id: str) -> str:
         return "not run"
     if any(s.error is not None for s in snaps):
         return "failed"
+    if snaps[-1].status == "waiting":
+        return "waiting"
     return "ran" if any(s.status in ("answered", "ran") for s in snaps) else "waiting"
 
 

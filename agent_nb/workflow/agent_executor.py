@@ -8,6 +8,11 @@ With ``AgentExecutorOptions(wait_for_turn_token=True)`` it follows the turn-toke
 pattern instead: messages are cached (and, with ``forward_incoming_messages``, passed
 on at once) until a ``TurnToken`` arrives; after its turn it sends its reply messages
 and a new ``TurnToken`` downstream.
+
+When its agent asks for input (a tool call waiting for approval), the executor waits:
+each request becomes a pending request of the run (``ctx.request_info``), or, with
+``intercept_user_input_requests``, a ``UserInputRequestContent`` sent downstream. Once
+every answer is in, the agent goes on from where it stopped.
 """
 
 from __future__ import annotations
@@ -18,9 +23,19 @@ from typing import Any, Literal, Union
 
 from ..agents import SupportsAgentRun
 from ..conversation import EMPTY, Conversation
-from ..messages import AgentResponse, AgentResponseUpdate, Message, to_messages
+from ..messages import (
+    AgentResponse,
+    AgentResponseUpdate,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    UserInputRequestContent,
+    UserInputResponseContent,
+    to_messages,
+)
 from ..sessions import AgentSession
 from .executor import Executor, WorkflowContext, handler
+from .requests import RequestResponse
 
 __all__ = [
     "CONTEXT_MODES",
@@ -110,9 +125,16 @@ class AgentExecutorOptions:
     """With turn tokens: pass arriving messages downstream at once, before this agent's reply."""
     wait_for_turn_token: bool = False
     """Cache messages until a ``TurnToken`` arrives (the turn-token pattern)."""
+    intercept_user_input_requests: bool = False
+    """Send the agent's requests for input (tool approvals) downstream as ``UserInputRequestContent``
+    messages, for an executor that answers with ``UserInputResponseContent``; by default they
+    become pending requests of the run, answered with ``run(responses=...)``."""
+    intercept_unterminated_function_calls: bool = False
+    """Send tool calls the agent leaves unanswered (it has no such tool) downstream as
+    ``FunctionCallContent`` messages, for an executor that answers with ``FunctionResultContent``."""
 
 
-_Sends = Union[AgentExecutorResponse, list[Message], TurnToken]  # noqa: UP007
+_Sends = Union[AgentExecutorResponse, list[Message], TurnToken, UserInputRequestContent, FunctionCallContent]  # noqa: UP007
 _Yields = Union[AgentResponse, AgentResponseUpdate]  # noqa: UP007
 _Ctx = WorkflowContext[_Sends, _Yields]
 
@@ -168,6 +190,14 @@ class AgentExecutor(Executor):
         self._names = frozenset(n for n in (self.id, name) if n)
         self._cache = EMPTY
         self._conversation = EMPTY
+        self._awaiting: dict[str, UserInputRequestContent | FunctionCallContent] = {}
+        """What the agent asked and is waiting on, by request id (or call id)."""
+        self._answers: dict[str, UserInputResponseContent | FunctionResultContent] = {}
+
+    @property
+    def waiting_on(self) -> tuple[str, ...]:
+        """The ids of the requests (or tool calls) whose answers the agent waits for."""
+        return tuple(k for k in self._awaiting if k not in self._answers)
 
     # -- context mode ---------------------------------------------------------------
 
@@ -216,9 +246,14 @@ class AgentExecutor(Executor):
         return self._cache
 
     def sent_types(self) -> tuple[Any, ...]:
-        if self.options.wait_for_turn_token:
-            return (list[Message], TurnToken)
-        return (AgentExecutorResponse,)
+        out: tuple[Any, ...] = (
+            (list[Message], TurnToken) if self.options.wait_for_turn_token else (AgentExecutorResponse,)
+        )
+        if self.options.intercept_user_input_requests:
+            out += (UserInputRequestContent,)
+        if self.options.intercept_unterminated_function_calls:
+            out += (FunctionCallContent,)
+        return out
 
     # -- handlers -------------------------------------------------------------------
 
@@ -250,6 +285,34 @@ class AgentExecutor(Executor):
     @handler
     async def on_turn_token(self, token: TurnToken, ctx: _Ctx) -> None:
         await self._take_turn(ctx, token)
+
+    @handler
+    async def on_request_response(self, answer: RequestResponse, ctx: _Ctx) -> None:
+        """The answer to a pending request of the run (``run(responses=...)``)."""
+        asked = self._asked(answer.request_id)
+        value = answer.value
+        if isinstance(asked, UserInputRequestContent):
+            rid = asked.request_id
+            reply = (
+                UserInputResponseContent(request_id=rid, approved=bool(value))
+                if asked.function_call is not None
+                else UserInputResponseContent(request_id=rid, text=str(value))
+            )
+            await self._answered(answer.request_id, reply, ctx)
+        else:
+            await self._answered(answer.request_id, FunctionResultContent(call_id=asked.call_id, result=value), ctx)
+
+    @handler
+    async def on_user_input_response(self, reply: UserInputResponseContent, ctx: _Ctx) -> None:
+        """An intercepted request answered by another executor."""
+        self._asked(reply.request_id)
+        await self._answered(reply.request_id, reply, ctx)
+
+    @handler
+    async def on_function_result(self, result: FunctionResultContent, ctx: _Ctx) -> None:
+        """An intercepted tool call answered by another executor."""
+        self._asked(result.call_id)
+        await self._answered(result.call_id, result, ctx)
 
     # -- the work -------------------------------------------------------------------
 
@@ -311,7 +374,36 @@ class AgentExecutor(Executor):
             return token.emit_events
         return ctx.is_streaming()
 
-    async def _take_turn(self, ctx: _Ctx, token: TurnToken | None) -> None:
+    def _asked(self, key: str) -> UserInputRequestContent | FunctionCallContent:
+        asked = self._awaiting.get(key)
+        if asked is None:
+            waiting = ", ".join(self.waiting_on) or "nothing"
+            raise ValueError(
+                f"executor {self.id!r} got an answer to {key!r}, which it did not ask (it waits on: {waiting}); "
+                "answer with the request_id (or call_id) the request carried"
+            )
+        return asked
+
+    async def _answered(self, key: str, reply: Any, ctx: _Ctx) -> None:
+        """Keep an answer; once all are in, the agent goes on from its paused turn."""
+        self._answers[key] = reply
+        ctx.record_context(self._mode_record, kept=(), cached=self._cache)
+        if self.waiting_on:
+            return
+        answers = list(self._answers.values())
+        self._awaiting, self._answers = {}, {}
+        results = [a for a in answers if isinstance(a, FunctionResultContent)]
+        replies = [a for a in answers if isinstance(a, UserInputResponseContent)]
+        messages = ([Message("tool", results)] if results else []) + ([Message("user", replies)] if replies else [])
+        paused = self._conversation
+        if getattr(self.agent, "history", None) is None:  # it remembers nothing: hand it its paused turn again
+            self._cache = paused.extend(messages, validate=False)
+            await self._take_turn(ctx, None)
+        else:
+            self._cache = Conversation(messages)
+            await self._take_turn(ctx, None, before=paused)
+
+    async def _take_turn(self, ctx: _Ctx, token: TurnToken | None, before: Conversation = EMPTY) -> None:
         cache = self._cache
         if not cache:
             why = "a turn token came" if token is not None else "it was asked to answer"
@@ -330,13 +422,42 @@ class AgentExecutor(Executor):
         emit = self.options.emit_response_events
         if emit or (emit is None and not streams):
             await ctx.yield_output(response)
-        conversation = cache.extend(response.messages, validate=False)  # AgentResponse validated them
+        conversation = before.extend(cache).extend(response.messages, validate=False)  # validated by AgentResponse
         self._conversation, self._cache = conversation, EMPTY
+        if await self._pause(response, ctx):
+            return
         if self.options.wait_for_turn_token:
             await ctx.send_message(list(response.messages))
             await ctx.send_message(TurnToken(token.emit_events if token else None))
         else:
             await ctx.send_message(AgentExecutorResponse(self.id, response, conversation))
+
+    async def _pause(self, response: AgentResponse, ctx: _Ctx) -> bool:
+        """Ask for what the agent waits on; whether it waits (then nothing is sent on yet)."""
+        requests = [c for m in response.messages for c in m.contents if isinstance(c, UserInputRequestContent)]
+        calls: list[FunctionCallContent] = []
+        if self.options.intercept_unterminated_function_calls:
+            asked = {c.function_call.call_id for c in requests if c.function_call is not None}
+            answered = {c.call_id for m in response.messages for c in m.contents if c.type == "function_result"}
+            calls = [
+                c
+                for m in response.messages
+                for c in m.contents
+                if isinstance(c, FunctionCallContent) and c.call_id not in answered and c.call_id not in asked
+            ]
+        if not requests and not calls:
+            return False
+        for request in requests:
+            if self.options.intercept_user_input_requests:
+                self._awaiting[request.request_id] = request
+                await ctx.send_message(request)
+            else:
+                kind = bool if request.function_call is not None else str
+                self._awaiting[ctx.request_info(request, kind)] = request
+        for call in calls:
+            self._awaiting[call.call_id] = call
+            await ctx.send_message(call)
+        return True
 
     async def _run_agent(self, given: list[Message], ctx: _Ctx, streams: bool) -> AgentResponse:
         kwargs: dict[str, Any] = {}
@@ -374,6 +495,8 @@ class AgentExecutor(Executor):
             "conversation": self._conversation,
             "session": session,
             "session_state": None if session is None else dict(session.state),
+            "awaiting": dict(self._awaiting),
+            "answers": dict(self._answers),
         }
 
     def restore_state(self, state: dict[str, Any]) -> None:
@@ -381,13 +504,16 @@ class AgentExecutor(Executor):
         self._cache = state["cache"]
         self._conversation = state["conversation"]
         self.session = state["session"]
+        self._awaiting = dict(state.get("awaiting", {}))
+        self._answers = dict(state.get("answers", {}))
         if self.session is not None and self.session.state != state["session_state"]:
             self.session.state.clear()
             self.session.state.update(state["session_state"])
 
     def reset(self) -> None:
-        """Forget the cache and the conversation (the session is kept)."""
+        """Forget the cache, the conversation and what it waits on (the session is kept)."""
         self._cache = self._conversation = EMPTY
+        self._awaiting, self._answers = {}, {}
 
     def __repr__(self) -> str:
         return f"AgentExecutor(id={self.id!r}, context_mode={self._mode!r})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from ..agents import SupportsAgentRun
 from ..errors import WorkflowValidationError, did_you_mean
@@ -13,6 +13,9 @@ from .agent_executor import AgentExecutor
 from .edges import Condition, EdgeGroup, Selection
 from .executor import Executor
 from .workflow import Workflow, check_limit
+
+if TYPE_CHECKING:
+    from .checkpoint_storage import CheckpointStorage
 
 __all__ = ["WorkflowBuilder"]
 
@@ -40,6 +43,8 @@ class WorkflowBuilder:
         max_supersteps: the bound that stops a cycle that never ends; by default
             100 or the number of executors plus one, whichever is larger.
         output_from: ids whose yielded outputs become run outputs; by default all.
+        checkpoint_storage: where every run takes checkpoints (at its start and after each
+            superstep); ``with_checkpointing(storage)`` sets it too.
     """
 
     def __init__(
@@ -50,8 +55,10 @@ class WorkflowBuilder:
         description: str | None = None,
         max_supersteps: int | None = None,
         output_from: Iterable[Node] | None = None,
+        checkpoint_storage: CheckpointStorage | None = None,
     ) -> None:
         self._name = name
+        self._storage = checkpoint_storage
         self._description = description
         self._max_supersteps = None if max_supersteps is None else check_limit(max_supersteps)
         self._nodes: dict[str, Executor] = {}
@@ -195,7 +202,13 @@ class WorkflowBuilder:
             groups=tuple(self._groups),
             max_supersteps=limit,
             output_from=output_from,
+            checkpoint_storage=self._storage,
         )
+
+    def with_checkpointing(self, storage: CheckpointStorage) -> WorkflowBuilder:
+        """Take a checkpoint at the start of every run and after each of its supersteps, in ``storage``."""
+        self._storage = storage
+        return self
 
     def _unreachable(self, start: str) -> list[str]:
         reached, todo = {start}, [start]

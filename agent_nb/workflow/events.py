@@ -9,16 +9,19 @@ if TYPE_CHECKING:
     from ..trace import ContextSnapshot
 
 __all__ = [
+    "CheckpointSaved",
     "ExecutorCompleted",
     "ExecutorFailed",
     "ExecutorInvoked",
     "OutputEvent",
+    "RequestInfoEvent",
     "SuperstepCompleted",
     "SuperstepStarted",
     "WorkflowCompleted",
     "WorkflowEvent",
     "WorkflowFailed",
     "WorkflowStarted",
+    "WorkflowWarning",
 ]
 
 
@@ -104,3 +107,32 @@ class WorkflowCompleted(WorkflowEvent):
 
     supersteps: int
     type: Literal["completed"] = field(init=False, default="completed")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfoEvent(WorkflowEvent):
+    """An executor asked for input; the run ends waiting until ``run(responses={request_id: ...})``."""
+
+    request_id: str
+    executor_id: str
+    data: Any
+    response_type: Any
+    type: Literal["request_info"] = field(init=False, default="request_info")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSaved(WorkflowEvent):
+    """A checkpoint was written after ``superstep`` (0: before the first)."""
+
+    checkpoint_id: str
+    superstep: int
+    status: str
+    type: Literal["checkpoint"] = field(init=False, default="checkpoint")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowWarning(WorkflowEvent):
+    """Something the run could do, but not as well as asked: it says what and why."""
+
+    message: str
+    type: Literal["warning"] = field(init=False, default="warning")

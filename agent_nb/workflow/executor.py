@@ -43,7 +43,7 @@ class WorkflowContext(Generic[SendT, OutT]):
     sends (``SendT``) and yields as workflow output (``OutT``).
     """
 
-    __slots__ = ("_outputs", "_record", "_run", "_sent", "_updates", "executor_id", "superstep")
+    __slots__ = ("_outputs", "_record", "_requested", "_run", "_sent", "_updates", "executor_id", "superstep")
 
     def __init__(self, run: _Run, executor_id: str, superstep: int) -> None:
         self._run = run
@@ -53,6 +53,7 @@ class WorkflowContext(Generic[SendT, OutT]):
         self._outputs: list[Any] = []
         self._record: dict[str, Any] = {}
         self._updates: dict[str, Any] = {}
+        self._requested: list[str] = []
 
     async def send_message(self, message: Any, target_id: str | None = None) -> None:
         """Deliver ``message`` in the next superstep along this executor's edges (or to ``target_id`` only)."""
@@ -76,6 +77,18 @@ class WorkflowContext(Generic[SendT, OutT]):
         Store immutable values (tuples, frozen models): the state is shared, never copied.
         """
         self._updates[key] = value
+
+    def request_info(self, data: Any, response_type: Any = Any) -> str:
+        """Ask for input; returns the request's id.
+
+        The run goes on with the other executors and ends ``"waiting"``; its
+        ``pending_requests`` list the request. ``workflow.run(responses={id: value})``
+        then delivers ``RequestResponse(id, data, value)`` to this executor, once ``value``
+        is checked against ``response_type``. Pending requests are kept in checkpoints.
+        """
+        request_id = self._run.request(self.executor_id, data, response_type)
+        self._requested.append(request_id)
+        return request_id
 
     def is_streaming(self) -> bool:
         """Whether the run was started with ``stream=True``."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..trace import Trace
 from .events import WorkflowEvent
+from .requests import PendingRequest
 
 if TYPE_CHECKING:
     from .workflow import Workflow
@@ -22,11 +23,15 @@ class RunResult:
     events: tuple[WorkflowEvent, ...]
     trace: Trace
     status: str
-    """``"completed"`` or ``"failed"``."""
+    """``"completed"``, ``"waiting"`` (requests for input are pending) or ``"failed"``."""
     workflow: Workflow | None = None
     """The workflow that ran (displays draw its graph)."""
     state: Mapping[str, Any] = field(default_factory=dict)
     """The shared state at the end of the run (read-only); pass it to the next run to go on from it."""
+    pending_requests: tuple[PendingRequest, ...] = ()
+    """Requests for input nobody has answered: answer with ``workflow.run(responses={id: value})``."""
+    checkpoint_id: str | None = None
+    """The last checkpoint this run wrote (``None`` without a checkpoint storage)."""
 
     def get_outputs(self) -> list[Any]:
         """The outputs in the order they were yielded (``AgentResponse`` objects for agents)."""
@@ -42,7 +47,11 @@ class RunResult:
         return ""
 
     def __repr__(self) -> str:
-        return f"RunResult(status={self.status!r}, outputs={len(self.get_outputs())}, snapshots={len(self.trace)})"
+        pending = f", pending_requests={len(self.pending_requests)}" if self.pending_requests else ""
+        return (
+            f"RunResult(status={self.status!r}, outputs={len(self.get_outputs())}, "
+            f"snapshots={len(self.trace)}{pending})"
+        )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
         from ..display.bundle import mimebundle

@@ -18,21 +18,26 @@ from ..trace import ContextSnapshot, Sent, Trace
 from ._types import type_name
 from .edges import EdgeGroup
 from .events import (
+    CheckpointSaved,
     ExecutorCompleted,
     ExecutorFailed,
     ExecutorInvoked,
     OutputEvent,
+    RequestInfoEvent,
     SuperstepCompleted,
     SuperstepStarted,
     WorkflowCompleted,
     WorkflowEvent,
     WorkflowFailed,
     WorkflowStarted,
+    WorkflowWarning,
 )
 from .executor import Executor, WorkflowContext
+from .requests import PendingRequest, RequestResponse
 from .result import RunResult
 
 if TYPE_CHECKING:
+    from .checkpointer import Checkpointer, Restored
     from .workflow import Workflow
 
 Emit = Callable[[WorkflowEvent], None]
@@ -57,8 +62,20 @@ class _Run:
         run_kwargs: Mapping[str, dict[str, dict[str, Any]]],
         max_supersteps: int,
         state: Mapping[str, Any] | None = None,
+        checkpointer: Checkpointer | None = None,
+        restored: Restored | None = None,
+        responses: Mapping[str, Any] | None = None,
     ) -> None:
         self.workflow = workflow
+        self.checkpointer = checkpointer
+        self.restored = restored
+        self._responses = dict(responses or {})
+        if restored is not None:
+            state = restored.state
+        self.pending: dict[str, PendingRequest] = dict(restored.pending if restored else workflow._pending)
+        """Requests nobody answered yet; they become the workflow's only if the run succeeds."""
+        self.request_seq = restored.request_seq if restored else workflow._request_seq
+        self.last_checkpoint: str | None = None
         self._initial: Mapping[str, Any] = MappingProxyType(dict(state or {}))
         self.state: dict[str, Any] = dict(self._initial)
         """The shared state (``ctx.get_state``); updates land at the end of each superstep."""
@@ -86,6 +103,13 @@ class _Run:
         allowed = self.workflow.output_from
         if allowed is None or executor_id in allowed:
             self.emit(OutputEvent(executor_id, value))
+
+    def request(self, executor_id: str, data: Any, response_type: Any) -> str:
+        self.request_seq += 1
+        request_id = f"{executor_id}:{self.request_seq}"
+        self.pending[request_id] = PendingRequest(request_id, executor_id, data, response_type)
+        self.emit(RequestInfoEvent(request_id, executor_id, data, response_type))
+        return request_id
 
     def kwargs_for(self, kind: str, executor_id: str) -> dict[str, Any]:
         per = self._run_kwargs.get(kind)
@@ -137,8 +161,18 @@ class _Run:
         self.emit(WorkflowStarted())
         self._next = [(workflow.start_executor_id, m) for m in inputs]
         try:
+            if self.restored is not None:
+                self._put_back(self.restored)
+            for request_id, value in self._responses.items():
+                asked = self.pending.pop(request_id)
+                self._next.append((asked.executor_id, RequestResponse(request_id, asked.data, value)))
+            first = self.superstep
+            if self.restored is not None and self.restored.finished and not self._next:
+                self.emit(WorkflowWarning(_finished(self.restored.checkpoint.id, workflow.name)))
+            elif self.restored is None:
+                self._checkpoint()
             while self._next:
-                if self.superstep >= self.max_supersteps:
+                if self.superstep - first >= self.max_supersteps:
                     active = tuple(dict.fromkeys(t for t, _ in self._next))
                     raise SuperstepLimitExceeded(
                         f"workflow {workflow.name!r} was still delivering messages after {self.max_supersteps} "
@@ -148,6 +182,7 @@ class _Run:
                         active=active,
                     )
                 await self._superstep()
+                self._checkpoint()
         except BaseException as exc:
             for eid, ex in workflow.executors.items():
                 ex.restore_state(saved[eid])
@@ -158,8 +193,32 @@ class _Run:
             if error is exc:
                 raise
             raise error from (exc.error if isinstance(exc, _Failure) else exc)
+        workflow._pending, workflow._request_seq = self.pending, self.request_seq
         self.emit(WorkflowCompleted(self.superstep))
-        return self.result("completed")
+        return self.result("waiting" if self.pending else "completed")
+
+    def _put_back(self, restored: Restored) -> None:
+        """Give every executor the state the checkpoint holds, and the run its messages in flight."""
+        for eid, ex in self.workflow.executors.items():
+            if eid in restored.executors:
+                ex.restore_state(restored.executors[eid])
+        self._next = list(restored.in_flight) + self._next
+        self._fan_in = {i: dict(buffer) for i, buffer in restored.fan_in.items()}
+        self.superstep = restored.checkpoint.superstep
+        if self.checkpointer is not None:
+            self.checkpointer.last_id = restored.checkpoint.id
+
+    def _checkpoint(self) -> None:
+        checkpointer = self.checkpointer
+        if checkpointer is None:
+            return
+        if self.last_checkpoint is None:
+            for warning in _unsaved_history(self.workflow):
+                self.emit(WorkflowWarning(warning))
+        status = "running" if self._next or self._fan_in else ("waiting" if self.pending else "completed")
+        checkpoint = checkpointer.take(self, status)
+        self.last_checkpoint = checkpoint.id
+        self.emit(CheckpointSaved(checkpoint.id, checkpoint.superstep, status))
 
     def _as_run_error(self, exc: BaseException) -> BaseException:
         if not isinstance(exc, _Failure):
@@ -176,8 +235,10 @@ class _Run:
     def result(self, status: str) -> RunResult:
         snapshots = sorted(self._snapshots, key=lambda s: s.index)
         trace = Trace(snapshots, tuple(self.workflow.executors))
-        state = MappingProxyType(self.state) if status == "completed" else self._initial  # a failed run keeps nothing
-        return RunResult(tuple(self.events), trace, status, self.workflow, state)
+        failed = status == "failed"
+        state = self._initial if failed else MappingProxyType(self.state)  # a failed run keeps nothing
+        pending = tuple(self.workflow._pending.values())  # a failed run never changed them
+        return RunResult(tuple(self.events), trace, status, self.workflow, state, pending, self.last_checkpoint)
 
     async def _superstep(self) -> None:
         self.superstep += 1
@@ -263,10 +324,41 @@ class _Run:
             started=start - self._t0,
             duration=time.perf_counter() - start,
             error=error,
+            requested=tuple(ctx._requested),
             **fields,
         )
         self._snapshots.append(snapshot)
         return snapshot
+
+
+def _finished(checkpoint_id: str, name: str) -> str:
+    return (
+        f"checkpoint {checkpoint_id!r} is of a run of {name!r} that had finished: nothing was left to resume. "
+        "The executors now hold the conversation it saved; run the workflow with a new input to go on from it"
+    )
+
+
+def _unsaved_history(workflow: Workflow) -> list[str]:
+    """Agents whose conversation lives where a checkpoint cannot capture it."""
+    from ..clients.base import history_mode_of
+    from ..history import InMemoryHistoryProvider
+
+    out = []
+    for eid, ex in workflow.executors.items():
+        agent = getattr(ex, "agent", None)
+        client = getattr(agent, "client", None)
+        if client is not None and history_mode_of(client) == "service":
+            out.append(
+                f"executor {eid!r}: its agent's history lives on the service ({type(client).__name__}), so the "
+                "checkpoints do not capture it and it may change underneath them; resuming may not reproduce the run"
+            )
+        history = getattr(agent, "history", None)
+        if history is not None and not isinstance(history, InMemoryHistoryProvider):
+            out.append(
+                f"executor {eid!r}: its agent keeps its history in {type(history).__name__}, outside the "
+                "checkpoints; resuming an older checkpoint does not roll that history back"
+            )
+    return out
 
 
 def _accepted(executor: Executor) -> str:

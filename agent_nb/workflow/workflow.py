@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Coroutine, Mapping
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
-from ..errors import InputTypeError, UsageError, WorkflowBusyError, did_you_mean
+from ..errors import InputTypeError, RequestError, UsageError, WorkflowBusyError, did_you_mean
 from ..nb import run_sync
 from .edges import Edge, EdgeGroup
 from .events import WorkflowEvent
 from .executor import Executor
+from .requests import PendingRequest, RequestResponse
 from .result import RunResult
 from .runner import _Run
+
+if TYPE_CHECKING:
+    from .checkpoint_storage import CheckpointStorage
+    from .checkpointer import Checkpointer
 
 __all__ = ["Workflow", "WorkflowRunStream"]
 
@@ -35,6 +40,7 @@ class Workflow:
         max_supersteps: int,
         output_from: frozenset[str] | None,
         description: str | None = None,
+        checkpoint_storage: CheckpointStorage | None = None,
     ) -> None:
         self.name = name
         self.description = description
@@ -48,6 +54,11 @@ class Workflow:
             eid: tuple(g for g in groups if eid in g.sources) for eid in executors
         }
         self.fan_in_groups = tuple(g for g in groups if g.kind == "fan_in")
+        self.checkpoint_storage = checkpoint_storage
+        """Where every run takes its checkpoints (``run(checkpoint_storage=...)`` overrides it)."""
+        self._checkpointers: dict[int, Checkpointer] = {}
+        self._pending: dict[str, PendingRequest] = {}
+        self._request_seq = 0
         self._running = False
 
     @property
@@ -71,6 +82,9 @@ class Workflow:
         function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         max_supersteps: int | None = None,
         state: Mapping[str, Any] | None = None,
+        responses: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        checkpoint_storage: CheckpointStorage | None = None,
     ) -> Coroutine[Any, Any, RunResult]: ...
     @overload
     def run(
@@ -81,6 +95,9 @@ class Workflow:
         function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         max_supersteps: int | None = None,
         state: Mapping[str, Any] | None = None,
+        responses: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        checkpoint_storage: CheckpointStorage | None = None,
     ) -> WorkflowRunStream: ...
     def run(
         self,
@@ -90,6 +107,9 @@ class Workflow:
         function_invocation_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         max_supersteps: int | None = None,
         state: Mapping[str, Any] | None = None,
+        responses: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        checkpoint_storage: CheckpointStorage | None = None,
     ) -> Coroutine[Any, Any, RunResult] | WorkflowRunStream:
         """Run the workflow on ``inputs``, delivered in order to the start executor.
 
@@ -100,29 +120,95 @@ class Workflow:
         arguments for that executor's agent; the key ``"*"`` applies to every agent.
         ``state`` is the shared state the run starts from (``ctx.get_state``); the run
         never changes the mapping passed in, and its ``RunResult.state`` holds the state it ended with.
+
+        ``responses`` answers pending requests (``{request_id: value}``) instead of giving
+        inputs. ``checkpoint_id`` resumes the run saved in that checkpoint (of
+        ``checkpoint_storage``, or of the builder's), in this workflow or a freshly built
+        one; a storage without a ``checkpoint_id`` just takes checkpoints as the run goes.
         """
-        if not inputs:
-            raise UsageError(f"workflow {self.name!r}: run() needs at least one input for {self.start_executor_id!r}")
+        storage = checkpoint_storage if checkpoint_storage is not None else self.checkpoint_storage
+        if checkpoint_id is not None:
+            if storage is None:
+                raise UsageError(
+                    f"workflow {self.name!r}: checkpoint_id={checkpoint_id!r} needs the storage it is in: "
+                    "run(checkpoint_id=..., checkpoint_storage=FileCheckpointStorage('...'))"
+                )
+            if inputs:
+                raise UsageError(
+                    f"workflow {self.name!r}: a resumed run continues where the checkpoint stopped and takes no new "
+                    "input; resume first, then run with the input (the executors then hold the checkpoint's state)"
+                )
+            if state is not None:
+                raise UsageError(f"workflow {self.name!r}: a resumed run takes its shared state from the checkpoint")
+        elif not inputs and not responses:
+            raise UsageError(
+                f"workflow {self.name!r}: run() needs at least one input for {self.start_executor_id!r} "
+                "(or responses={...} to answer pending requests, or checkpoint_id=... to resume)"
+            )
         start = self.start_executor
         for value in inputs:
             if not start.can_handle(value):
                 error = start.type_error(value)
                 raise InputTypeError(f"start {error}", executor_id=error.executor_id, accepted=error.accepted)
-        run_kwargs = {
-            "client_kwargs": self._per_executor("client_kwargs", client_kwargs),
-            "function_invocation_kwargs": self._per_executor("function_invocation_kwargs", function_invocation_kwargs),
+        checkpointer = self._checkpointer(storage) if storage is not None else None
+        restored = checkpointer.restore(checkpoint_id) if checkpointer and checkpoint_id is not None else None
+        if responses:
+            self._check_responses(responses, restored.pending if restored else self._pending)
+        plan = {
+            "run_kwargs": {
+                "client_kwargs": self._per_executor("client_kwargs", client_kwargs),
+                "function_invocation_kwargs": self._per_executor(
+                    "function_invocation_kwargs", function_invocation_kwargs
+                ),
+            },
+            "max_supersteps": self.max_supersteps if max_supersteps is None else check_limit(max_supersteps),
+            "state": state,
+            "checkpointer": checkpointer,
+            "restored": restored,
+            "responses": responses,
         }
-        limit = self.max_supersteps if max_supersteps is None else check_limit(max_supersteps)
         if stream:
-            return WorkflowRunStream(self, inputs, run_kwargs, limit, state)
-        return self._run(inputs, run_kwargs, limit, state)
+            return WorkflowRunStream(self, inputs, plan)
+        return self._run(inputs, plan)
 
-    async def _run(
-        self, inputs: tuple[Any, ...], run_kwargs: Any, limit: int, state: Mapping[str, Any] | None
-    ) -> RunResult:
+    async def _run(self, inputs: tuple[Any, ...], plan: dict[str, Any]) -> RunResult:
         with self._claim():
-            run = _Run(self, streaming=False, emit=None, run_kwargs=run_kwargs, max_supersteps=limit, state=state)
+            run = _Run(self, streaming=False, emit=None, **plan)
             return await run.execute(inputs)
+
+    @property
+    def pending_requests(self) -> tuple[PendingRequest, ...]:
+        """Requests for input that no run has answered yet."""
+        return tuple(self._pending.values())
+
+    def _checkpointer(self, storage: CheckpointStorage) -> Checkpointer:
+        from .checkpointer import Checkpointer
+
+        found = self._checkpointers.get(id(storage))
+        if found is None or found.storage is not storage:
+            found = self._checkpointers[id(storage)] = Checkpointer(self, storage)
+        return found
+
+    def _check_responses(self, responses: Mapping[str, Any], pending: Mapping[str, PendingRequest]) -> None:
+        if not isinstance(responses, Mapping):
+            raise UsageError(
+                f"workflow {self.name!r}: responses must be a dict {{request_id: value}}, got {responses!r}"
+            )
+        for request_id, value in responses.items():
+            asked = pending.get(request_id)
+            if asked is None:
+                waiting = ", ".join(pending) or "none"
+                raise RequestError(
+                    f"workflow {self.name!r} has no pending request {request_id!r} (pending: {waiting}); "
+                    "nothing was run" + did_you_mean(str(request_id), pending)
+                )
+            asked.check(value)
+            executor = self.executors[asked.executor_id]
+            if not executor.can_handle(RequestResponse(request_id, asked.data, value)):
+                raise RequestError(
+                    f"executor {asked.executor_id!r} asked {request_id!r} but has no handler for the answer; "
+                    "give it a @handler that takes a RequestResponse"
+                )
 
     def run_sync(self, *inputs: Any, **kwargs: Any) -> RunResult:
         """``run`` for code that cannot ``await``: a script, or a notebook cell inside a running loop."""
@@ -131,7 +217,8 @@ class Workflow:
         return run_sync(cast("Coroutine[Any, Any, RunResult]", self.run(*inputs, **kwargs)))
 
     def reset(self) -> None:
-        """Forget every agent executor's cache and conversation: the next run starts a new conversation."""
+        """Forget every agent executor's cache and conversation, and any pending request: start afresh."""
+        self._pending = {}
         for ex in self.executors.values():
             reset = getattr(ex, "reset", None)
             if callable(reset):
@@ -214,19 +301,10 @@ class WorkflowRunStream:
     ``async with workflow.run(..., stream=True) as stream:``) stops it at once and rolls it back.
     """
 
-    def __init__(
-        self,
-        workflow: Workflow,
-        inputs: tuple[Any, ...],
-        run_kwargs: Any,
-        limit: int,
-        state: Mapping[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, workflow: Workflow, inputs: tuple[Any, ...], plan: dict[str, Any]) -> None:
         self._workflow = workflow
-        self._state = state
         self._inputs = inputs
-        self._run_kwargs = run_kwargs
-        self._limit = limit
+        self._plan = plan
         self._events_iter: AsyncGenerator[WorkflowEvent, None] | None = None
         self.result: RunResult | None = None
 
@@ -254,14 +332,7 @@ class WorkflowRunStream:
 
         queue: asyncio.Queue[Any] = asyncio.Queue()
         with self._workflow._claim():
-            run = _Run(
-                self._workflow,
-                streaming=True,
-                emit=queue.put_nowait,
-                run_kwargs=self._run_kwargs,
-                max_supersteps=self._limit,
-                state=self._state,
-            )
+            run = _Run(self._workflow, streaming=True, emit=queue.put_nowait, **self._plan)
 
             async def produce() -> RunResult:
                 try:

@@ -1,0 +1,382 @@
+"""Checkpoints: what a workflow holds between supersteps, as JSON that refers to each message once.
+
+Messages are immutable and shared, so a checkpoint never copies them per executor.
+Every message is a *node* of a hash chain (its JSON plus the key of the message before
+it, the key being a hash of both), so a whole conversation is one key: the key of its
+last message. Eight executors holding one conversation cost eight keys; the storage
+keeps each node once, and a checkpoint writes only the nodes that are new since the
+last one. Keys are content hashes, so a node that was changed on disk is detected on load.
+
+Loading never imports or evaluates anything: a value of a class is rebuilt only when
+the class is one the workflow's handlers name (or one of agent_nb's own).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, get_args, get_origin
+
+from pydantic import BaseModel
+
+from ..conversation import EMPTY, Conversation
+from ..errors import CheckpointError
+from ..messages import Message
+from ..sessions import AgentSession
+from ._types import flatten
+
+if TYPE_CHECKING:
+    from .workflow import Workflow
+
+__all__ = ["FORMAT", "Checkpoint", "CheckpointError", "Node", "graph_parts", "graph_signature"]
+
+FORMAT = 1
+"""The checkpoint format this version of agent_nb writes and reads."""
+
+Node = tuple[str, "str | None", str]
+"""A stored message: ``(key, previous key, message JSON)``."""
+
+
+def node_key(previous: str | None, message_json: str) -> str:
+    return hashlib.sha256(f"{previous or ''}\n{message_json}".encode()).hexdigest()[:32]
+
+
+def graph_parts(workflow: Workflow) -> list[str]:
+    """What a checkpoint depends on, in words: the start, each executor (id, kind, class), each edge group."""
+    parts = [f"start {workflow.start_executor_id}"]
+    parts += sorted(f"executor {eid} ({ex.kind}, {type(ex).__qualname__})" for eid, ex in workflow.executors.items())
+    for g in workflow.groups:
+        when = " when a condition holds" if g.condition is not None else ""
+        parts.append(f"{g.kind} edge {', '.join(g.sources)} -> {', '.join(g.targets)}{when}")
+    return parts
+
+
+def graph_signature(workflow: Workflow) -> str:
+    """A hash of ``graph_parts``: a checkpoint resumes only in a workflow with the same one."""
+    return hashlib.sha256("\n".join(graph_parts(workflow)).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One checkpoint, as stored: a small JSON document plus the message nodes it refers to.
+
+    ``status`` is ``"running"`` (taken between supersteps), ``"waiting"`` (the run ended
+    with requests to answer) or ``"completed"``.
+    """
+
+    id: str
+    workflow: str
+    signature: str
+    superstep: int
+    timestamp: str
+    status: str
+    previous: str | None
+    body: Mapping[str, Any]
+    """Executors, sessions, messages in flight, shared state, pending requests (encoded)."""
+    format: int = FORMAT
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """Everything but the body: what ``list`` shows without decoding a checkpoint."""
+        return {
+            "format": self.format,
+            "id": self.id,
+            "workflow": self.workflow,
+            "signature": self.signature,
+            "superstep": self.superstep,
+            "timestamp": self.timestamp,
+            "status": self.status,
+            "previous": self.previous,
+        }
+
+    def tips(self) -> set[str]:
+        """The node keys the body refers to (each stands for a whole chain of messages)."""
+        found: set[str] = set()
+        _collect(self.body, found)
+        return found
+
+    def __repr__(self) -> str:
+        return (
+            f"Checkpoint({self.id!r}, workflow={self.workflow!r}, superstep={self.superstep}, status={self.status!r})"
+        )
+
+
+def checkpoint_from_header(header: Mapping[str, Any], body: Mapping[str, Any], where: str) -> Checkpoint:
+    """Rebuild a checkpoint from its stored parts; anything missing or foreign is a ``CheckpointError``."""
+    if not isinstance(header, Mapping):
+        raise CheckpointError(f"{where} is not a checkpoint (its header is not a JSON object)")
+    version = header.get("format")
+    if version != FORMAT:
+        raise CheckpointError(
+            f"{where} has format {version!r}; this agent_nb reads format {FORMAT}. "
+            "It was written by another version: resume it with that version, or start the run again"
+        )
+    try:
+        return Checkpoint(
+            id=str(header["id"]),
+            workflow=str(header["workflow"]),
+            signature=str(header["signature"]),
+            superstep=int(header["superstep"]),
+            timestamp=str(header["timestamp"]),
+            status=str(header["status"]),
+            previous=None if header["previous"] is None else str(header["previous"]),
+            body=body,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{where} is incomplete: its header lacks or garbles {exc}") from None
+
+
+def _collect(value: Any, found: set[str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("$conv", "$msgs", "$msg") and isinstance(v, str):
+                found.add(v)
+            else:
+                _collect(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            _collect(v, found)
+
+
+# -- encoding ---------------------------------------------------------------------------
+
+
+class Encoder:
+    """Turns a workflow's values into JSON, each message as a node written once.
+
+    One encoder lives as long as its workflow's checkpointing, so the nodes of a long
+    conversation are hashed once, not at every checkpoint.
+    """
+
+    def __init__(self) -> None:
+        self._json: dict[int, tuple[Message, str]] = {}
+        self._nodes: dict[tuple[str | None, int], str] = {}
+        self._tips: dict[int, tuple[Any, list[str]]] = {}
+        """id(log) -> (log, key of each of its messages, in order)."""
+        self._written: set[str] = set()
+        self._new: list[Node] = []
+        self.sessions: dict[str, Any] = {}
+        self.where = ""
+
+    def take_new_nodes(self) -> list[Node]:
+        """The nodes made since the last call: what the storage has not been given yet."""
+        new, self._new = self._new, []
+        return new
+
+    def forget_written(self) -> None:
+        """The storage may lack nodes (it was replaced or deleted from): write them again when met."""
+        self._written.clear()
+
+    def _node(self, previous: str | None, message: Message) -> str:
+        ident = id(message)
+        key = self._nodes.get((previous, ident))
+        if key is not None:
+            return key
+        cached = self._json.get(ident)
+        if cached is None:
+            cached = self._json[ident] = (message, message.model_dump_json())
+        key = node_key(previous, cached[1])
+        self._nodes[(previous, ident)] = key
+        if key not in self._written:
+            self._written.add(key)
+            self._new.append((key, previous, cached[1]))
+        return key
+
+    def chain(self, messages: Iterable[Message]) -> str | None:
+        key = None
+        for m in messages:
+            key = self._node(key, m)
+        return key
+
+    def conversation(self, conv: Conversation) -> str | None:
+        if not conv:
+            return None
+        log = conv._log
+        entry = self._tips.get(id(log))
+        if entry is None:
+            entry = self._tips[id(log)] = (log, [])
+        keys = entry[1]
+        msgs = log.messages
+        while len(keys) < len(conv):
+            keys.append(self._node(keys[-1] if keys else None, msgs[len(keys)]))
+        return keys[len(conv) - 1]
+
+    def value(self, v: Any, path: str) -> Any:
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, Conversation):
+            return {"$conv": self.conversation(v), "n": len(v)}
+        if isinstance(v, Message):
+            return {"$msg": self._node(None, v)}
+        if isinstance(v, (list, tuple)):
+            if v and all(isinstance(m, Message) for m in v):
+                return {"$msgs": self.chain(v), "n": len(v), "tuple": isinstance(v, tuple)}
+            items = [self.value(x, f"{path}[{i}]") for i, x in enumerate(v)]
+            return {"$tuple": items} if isinstance(v, tuple) else items
+        if isinstance(v, AgentSession):
+            self.sessions[v.session_id] = self.value(v.state, f"{path}.state")
+            return {"$session": v.session_id}
+        if isinstance(v, dict):
+            if all(isinstance(k, str) and not k.startswith("$") for k in v):
+                return {k: self.value(x, f"{path}[{k!r}]") for k, x in v.items()}
+            return {"$map": [[self.value(k, f"{path} key"), self.value(x, f"{path}[{k!r}]")] for k, x in v.items()]}
+        if isinstance(v, BaseModel):  # field by field, so the messages of a response are nodes too
+            names = type(v).model_fields
+            fields = {k: self.value(getattr(v, k), f"{path}.{k}") for k in names if k in v.model_fields_set}
+            return {"$model": _name(type(v)), "fields": fields}
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            fields = {f.name: self.value(getattr(v, f.name), f"{path}.{f.name}") for f in dataclasses.fields(v)}
+            return {"$dataclass": _name(type(v)), "fields": fields}
+        raise CheckpointError(
+            f"{self.where}: {path} is a {type(v).__name__}, which a checkpoint cannot store. Keep to JSON values, "
+            "messages, conversations, sessions, dataclasses and pydantic models (of types the workflow's handlers name)"
+        )
+
+
+# -- decoding ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Decoder:
+    """Rebuilds values from a checkpoint; one message object per node, shared as before."""
+
+    nodes: Mapping[str, tuple[str | None, str]]
+    types: Mapping[str, type]
+    sessions_data: Mapping[str, Any]
+    where: str
+    _messages: dict[str, Message] = field(default_factory=dict)
+    _convs: dict[str, Conversation] = field(default_factory=dict)
+    _sessions: dict[str, AgentSession] = field(default_factory=dict)
+
+    def message(self, key: str) -> Message:
+        found = self._messages.get(key)
+        if found is not None:
+            return found
+        entry = self.nodes.get(key)
+        if entry is None:
+            raise CheckpointError(
+                f"{self.where} refers to message {key}, which its storage does not hold "
+                "(the storage was pruned or its files were moved); the checkpoint cannot be restored"
+            )
+        previous, text = entry
+        if node_key(previous, text) != key:
+            raise CheckpointError(f"{self.where}: message {key} was changed after it was written (its hash differs)")
+        try:
+            message = Message.model_validate_json(text)
+        except ValueError as exc:
+            raise CheckpointError(f"{self.where}: message {key} is not a valid message: {exc}") from None
+        self._messages[key] = message
+        return message
+
+    def chain(self, tip: str | None, n: int) -> list[Message]:
+        out: list[Message] = []
+        key = tip
+        while key is not None:
+            out.append(self.message(key))
+            key = self.nodes[key][0]
+        if len(out) != n:
+            raise CheckpointError(f"{self.where}: a conversation should hold {n} messages but its chain has {len(out)}")
+        out.reverse()
+        return out
+
+    def conversation(self, tip: str | None, n: int) -> Conversation:
+        if tip is None:
+            return EMPTY
+        conv = self._convs.get(tip)
+        if conv is None:
+            conv = self._convs[tip] = Conversation(self.chain(tip, n))
+        return conv
+
+    def session(self, sid: str) -> AgentSession:
+        found = self._sessions.get(sid)
+        if found is None:
+            if sid not in self.sessions_data:
+                raise CheckpointError(f"{self.where} refers to session {sid!r} but does not hold its state")
+            state = self.value(self.sessions_data[sid])
+            found = self._sessions[sid] = AgentSession(sid, state)
+        return found
+
+    def value(self, v: Any) -> Any:
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        if not isinstance(v, dict):
+            raise CheckpointError(f"{self.where} holds a value JSON cannot have written: {v!r:.60}")
+        if "$conv" in v:
+            return self.conversation(v["$conv"], v["n"])
+        if "$msgs" in v:
+            msgs = self.chain(v["$msgs"], v["n"])
+            return tuple(msgs) if v.get("tuple") else msgs
+        if "$msg" in v:
+            return self.message(v["$msg"])
+        if "$tuple" in v:
+            return tuple(self.value(x) for x in v["$tuple"])
+        if "$session" in v:
+            return self.session(v["$session"])
+        if "$map" in v:
+            return {self.value(k): self.value(x) for k, x in v["$map"]}
+        if "$model" in v:
+            cls = self._type(v["$model"])
+            try:
+                return cls.model_validate({k: self.value(x) for k, x in v["fields"].items()})  # type: ignore[attr-defined]
+            except ValueError as exc:
+                raise CheckpointError(f"{self.where}: a stored {cls.__name__} is not valid: {exc}") from None
+        if "$dataclass" in v:
+            cls = self._type(v["$dataclass"])
+            values = {k: self.value(x) for k, x in v["fields"].items()}
+            obj: Any = object.__new__(cls)  # field by field: __init__ may convert, and the values are final already
+            for name, value in values.items():
+                object.__setattr__(obj, name, value)
+            return obj
+        return {k: self.value(x) for k, x in v.items()}
+
+    def _type(self, name: str) -> type:
+        cls = self.types.get(name)
+        if cls is None:
+            raise CheckpointError(
+                f"{self.where} holds a value of type {name}, which is not among the types this workflow's "
+                "handlers take or send; a checkpoint never imports a class it is told to. "
+                "Resume it in the workflow that wrote it"
+            )
+        return cls
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def known_types(workflow: Workflow) -> dict[str, type]:
+    """Classes a checkpoint of ``workflow`` may rebuild: agent_nb's own and those its handlers name."""
+    from .. import contents, messages
+    from . import agent_executor, requests
+
+    found: dict[str, type] = {}
+
+    def add(spec: Any) -> None:
+        for member in flatten(spec):
+            origin = get_origin(member)
+            if origin is not None:
+                for arg in get_args(member):
+                    add(arg)
+            elif isinstance(member, type) and (dataclasses.is_dataclass(member) or issubclass(member, BaseModel)):
+                found.setdefault(_name(member), member)
+
+    for module in (contents, messages, agent_executor, requests):
+        for obj in vars(module).values():
+            if isinstance(obj, type) and obj.__module__ == module.__name__:
+                add(obj)
+    for ex in workflow.executors.values():
+        for spec in ex.handler_specs:
+            add(spec.accepts)
+            for t in (*(spec.sends or ()), *(spec.yields or ())):
+                add(t)
+    return found
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON with NaN refused, as every stored document is written."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,389 @@
+"""Where checkpoints live: in memory, in a directory of JSON files, or in a SQLite file.
+
+Every storage keeps two things: checkpoints (a header and a small body, checksummed)
+and message nodes (each stored once, keyed by its content hash). ``latest`` returns the
+newest checkpoint or raises: it never falls back to an older one in silence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import CheckpointError
+from .checkpoint import Checkpoint, Node, checkpoint_from_header, dumps
+
+__all__ = [
+    "CheckpointInfo",
+    "CheckpointStorage",
+    "FileCheckpointStorage",
+    "InMemoryCheckpointStorage",
+    "SQLiteCheckpointStorage",
+    "new_checkpoint_id",
+]
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+def new_checkpoint_id() -> str:
+    """Ids sort by the time they were made, so the newest is found without reading any checkpoint."""
+    return f"{time.time_ns():016x}-{secrets.token_hex(4)}"
+
+
+def check_id(checkpoint_id: Any) -> str:
+    if not isinstance(checkpoint_id, str) or not _ID.fullmatch(checkpoint_id):
+        raise CheckpointError(
+            f"{checkpoint_id!r} is not a checkpoint id: ids are letters, digits, '-' and '_' "
+            "(so an id can never name a file outside the storage)",
+            checkpoint_id=str(checkpoint_id),
+        )
+    return checkpoint_id
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """What ``list`` says of a checkpoint, read from its header alone."""
+
+    id: str
+    workflow: str
+    superstep: int
+    status: str
+    timestamp: str
+    previous: str | None
+
+
+@runtime_checkable
+class CheckpointStorage(Protocol):
+    """What a workflow needs of a checkpoint store."""
+
+    def save(self, checkpoint: Checkpoint, nodes: Sequence[Node]) -> None:
+        """Store ``checkpoint`` and the message nodes it adds, all or nothing."""
+
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        """The checkpoint, checked; a ``CheckpointError`` says what is wrong with it."""
+
+    def read_nodes(self, tips: Iterable[str]) -> Mapping[str, tuple[str | None, str]]:
+        """The nodes of the chains that end at ``tips``: key -> (previous key, message JSON)."""
+
+    def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
+        """The checkpoints (of one workflow, by name), oldest first."""
+
+    def latest(self, workflow: str | None = None) -> Checkpoint | None:
+        """The newest checkpoint, or ``None`` when there is none; never an older one instead."""
+
+    def delete(self, checkpoint_id: str) -> bool:
+        """Remove a checkpoint (its messages stay for the others); whether it was there."""
+
+
+def _seal(checkpoint: Checkpoint) -> tuple[str, str]:
+    """The header line (with the checksum) and the body line of a checkpoint."""
+    body = dumps(checkpoint.body)
+    header = checkpoint.header
+    header["checksum"] = _checksum(header, body)
+    return dumps(header), body
+
+
+def _checksum(header: Mapping[str, Any], body: str) -> str:
+    fields = {k: v for k, v in header.items() if k != "checksum"}
+    return hashlib.sha256(f"{dumps(fields)}\n{body}".encode()).hexdigest()
+
+
+def _open(header_text: str, body_text: str, where: str) -> Checkpoint:
+    """Parse and check a sealed checkpoint: truncated, foreign or changed ones raise ``CheckpointError``."""
+    try:
+        header = json.loads(header_text)
+    except ValueError as exc:
+        raise CheckpointError(f"{where} is unreadable: its header is not JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{where} is not a checkpoint (its header is not a JSON object)")
+    checkpoint = checkpoint_from_header(header, {}, where)  # the format is checked before anything else
+    try:
+        body = json.loads(body_text)
+    except ValueError as exc:
+        raise CheckpointError(f"{where} is truncated or damaged: its body is not JSON ({exc})") from None
+    if header.get("checksum") != _checksum(header, body_text):
+        raise CheckpointError(f"{where} was changed after it was written: its checksum does not match")
+    return Checkpoint(**{**_fields(checkpoint), "body": body})
+
+
+def _fields(c: Checkpoint) -> dict[str, Any]:
+    return {f: getattr(c, f) for f in Checkpoint.__slots__}
+
+
+def _info(header: Mapping[str, Any]) -> CheckpointInfo:
+    return CheckpointInfo(
+        header["id"], header["workflow"], header["superstep"], header["status"], header["timestamp"], header["previous"]
+    )
+
+
+def _walk(get: Any, tips: Iterable[str]) -> dict[str, tuple[str | None, str]]:
+    out: dict[str, tuple[str | None, str]] = {}
+    for tip in tips:
+        key: str | None = tip
+        while key is not None and key not in out:
+            entry = get(key)
+            if entry is None:
+                break  # the decoder names the missing message
+            out[key] = entry
+            key = entry[0]
+    return out
+
+
+class InMemoryCheckpointStorage:
+    """Checkpoints in this process only: for notebooks and tests. Stored sealed, exactly as on disk."""
+
+    def __init__(self) -> None:
+        self._checkpoints: dict[str, tuple[str, str, CheckpointInfo]] = {}
+        self._nodes: dict[str, tuple[str | None, str]] = {}
+
+    def save(self, checkpoint: Checkpoint, nodes: Sequence[Node]) -> None:
+        check_id(checkpoint.id)
+        header, body = _seal(checkpoint)
+        for key, previous, text in nodes:
+            self._nodes.setdefault(key, (previous, text))
+        self._checkpoints[checkpoint.id] = (header, body, _info(checkpoint.header))
+
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        stored = self._checkpoints.get(check_id(checkpoint_id))
+        if stored is None:
+            raise _missing(checkpoint_id, self._checkpoints)
+        return _open(stored[0], stored[1], f"checkpoint {checkpoint_id!r}")
+
+    def read_nodes(self, tips: Iterable[str]) -> Mapping[str, tuple[str | None, str]]:
+        return _walk(self._nodes.get, tips)
+
+    def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
+        return [i for _, _, i in (self._checkpoints[k] for k in sorted(self._checkpoints)) if _of(i, workflow)]
+
+    def latest(self, workflow: str | None = None) -> Checkpoint | None:
+        infos = self.list(workflow)
+        return self.load(infos[-1].id) if infos else None
+
+    def delete(self, checkpoint_id: str) -> bool:
+        return self._checkpoints.pop(check_id(checkpoint_id), None) is not None
+
+    def __repr__(self) -> str:
+        return f"InMemoryCheckpointStorage({len(self._checkpoints)} checkpoints, {len(self._nodes)} messages)"
+
+
+class FileCheckpointStorage:
+    """Checkpoints as JSON files in ``directory``; messages appended once to ``messages.jsonl``.
+
+    Each checkpoint is written to a temporary file and renamed into place, so a reader
+    never sees half of one. Nothing is unpickled or evaluated on load. ``fsync=True``
+    also flushes each write to the disk (survives a power cut; costs a disk round trip).
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.fsync = fsync
+        self._pool = self.directory / "messages.jsonl"
+        self._nodes: dict[str, tuple[str | None, str]] = {}
+        self._read_to = 0
+        self._damaged = 0
+
+    def _path(self, checkpoint_id: str) -> Path:
+        return self.directory / f"{check_id(checkpoint_id)}.json"
+
+    def save(self, checkpoint: Checkpoint, nodes: Sequence[Node]) -> None:
+        header, body = _seal(checkpoint)
+        path = self._path(checkpoint.id)
+        if nodes:  # the messages first: a checkpoint on disk only ever refers to messages already there
+            lines = "".join(dumps(list(n)) + "\n" for n in nodes)
+            with open(self._pool, "a", encoding="utf-8") as f:
+                f.write(lines)
+                self._sync(f)
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            with open(temporary, "w", encoding="utf-8") as f:
+                f.write(f"{header}\n{body}\n")
+                self._sync(f)
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+
+    def _sync(self, f: Any) -> None:
+        if self.fsync:
+            f.flush()
+            os.fsync(f.fileno())
+
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        path = self._path(checkpoint_id)
+        where = f"checkpoint {checkpoint_id!r} ({path})"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise _missing(checkpoint_id, [p.stem for p in self._files()]) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CheckpointError(f"{where} cannot be read: {exc}", checkpoint_id=checkpoint_id) from None
+        header, _, body = text.partition("\n")
+        if not body.endswith("\n"):
+            raise CheckpointError(f"{where} is truncated: it ends before its last line", checkpoint_id=checkpoint_id)
+        return _open(header, body[:-1], where)
+
+    def read_nodes(self, tips: Iterable[str]) -> Mapping[str, tuple[str | None, str]]:
+        self._read_pool()
+        return _walk(self._nodes.get, tips)
+
+    def _read_pool(self) -> None:
+        """Read what was appended since the last read (a torn last line is left for later)."""
+        try:
+            with open(self._pool, "rb") as f:
+                f.seek(self._read_to)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].splitlines():
+            try:
+                key, previous, text = json.loads(line)
+                self._nodes.setdefault(key, (previous, text))
+            except (ValueError, TypeError):
+                self._damaged += 1
+        self._read_to += end
+
+    def _files(self) -> list[Path]:
+        return sorted(p for p in self.directory.glob("*.json") if not p.name.startswith("."))
+
+    def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
+        out = []
+        for path in self._files():
+            with open(path, encoding="utf-8") as f:
+                first = f.readline()
+            try:
+                info = _info(json.loads(first))
+            except (ValueError, KeyError, TypeError):
+                raise CheckpointError(
+                    f"checkpoint file {path} is unreadable: its header is damaged. Delete it, or move it away",
+                    checkpoint_id=path.stem,
+                ) from None
+            if _of(info, workflow):
+                out.append(info)
+        return out
+
+    def latest(self, workflow: str | None = None) -> Checkpoint | None:
+        if workflow is None:
+            files = self._files()
+            return self.load(files[-1].stem) if files else None
+        infos = self.list(workflow)
+        return self.load(infos[-1].id) if infos else None
+
+    def delete(self, checkpoint_id: str) -> bool:
+        try:
+            self._path(checkpoint_id).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"FileCheckpointStorage({str(self.directory)!r})"
+
+
+class SQLiteCheckpointStorage:
+    """Checkpoints and their messages in one SQLite file; each save is one transaction."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        import sqlite3
+
+        self.path = Path(path)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(
+            "CREATE TABLE IF NOT EXISTS checkpoints (id TEXT PRIMARY KEY, workflow TEXT NOT NULL,"
+            " header TEXT NOT NULL, body TEXT NOT NULL);"
+            "CREATE TABLE IF NOT EXISTS nodes (key TEXT PRIMARY KEY, previous TEXT, message TEXT NOT NULL);"
+        )
+
+    def save(self, checkpoint: Checkpoint, nodes: Sequence[Node]) -> None:
+        check_id(checkpoint.id)
+        header, body = _seal(checkpoint)
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany("INSERT OR IGNORE INTO nodes VALUES (?, ?, ?)", nodes)
+            db.execute(
+                "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?)",
+                (checkpoint.id, checkpoint.workflow, header, body),
+            )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        row = self._db.execute(
+            "SELECT header, body FROM checkpoints WHERE id = ?", (check_id(checkpoint_id),)
+        ).fetchone()
+        if row is None:
+            raise _missing(checkpoint_id, [i.id for i in self.list()])
+        return _open(row[0], row[1], f"checkpoint {checkpoint_id!r} (in {self.path})")
+
+    def read_nodes(self, tips: Iterable[str]) -> Mapping[str, tuple[str | None, str]]:
+        out: dict[str, tuple[str | None, str]] = {}
+        for tip in tips:
+            if tip in out:
+                continue
+            rows = self._db.execute(
+                "WITH RECURSIVE chain(key) AS (SELECT ? UNION SELECT n.previous FROM nodes n JOIN chain c"
+                " ON n.key = c.key WHERE n.previous IS NOT NULL)"
+                " SELECT key, previous, message FROM nodes WHERE key IN (SELECT key FROM chain)",
+                (tip,),
+            )
+            out.update((k, (p, m)) for k, p, m in rows)
+        return out
+
+    def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
+        if workflow is None:
+            rows = self._db.execute("SELECT header FROM checkpoints ORDER BY id")
+        else:
+            rows = self._db.execute("SELECT header FROM checkpoints WHERE workflow = ? ORDER BY id", (workflow,))
+        out = []
+        for (header,) in rows:
+            try:
+                out.append(_info(json.loads(header)))
+            except (ValueError, KeyError, TypeError):
+                raise CheckpointError(f"a checkpoint header in {self.path} is damaged: {header[:80]!r}") from None
+        return out
+
+    def latest(self, workflow: str | None = None) -> Checkpoint | None:
+        if workflow is None:
+            row = self._db.execute("SELECT id FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+        else:
+            row = self._db.execute(
+                "SELECT id FROM checkpoints WHERE workflow = ? ORDER BY id DESC LIMIT 1", (workflow,)
+            ).fetchone()
+        return None if row is None else self.load(row[0])
+
+    def delete(self, checkpoint_id: str) -> bool:
+        cursor = self._db.execute("DELETE FROM checkpoints WHERE id = ?", (check_id(checkpoint_id),))
+        return cursor.rowcount > 0
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteCheckpointStorage({str(self.path)!r})"
+
+
+def _of(info: CheckpointInfo, workflow: str | None) -> bool:
+    return workflow is None or info.workflow == workflow
+
+
+def _missing(checkpoint_id: str, known: Iterable[str]) -> CheckpointError:
+    ids = sorted(known)
+    listed = ", ".join(ids[-5:]) if ids else "none"
+    return CheckpointError(
+        f"there is no checkpoint {checkpoint_id!r} in this storage (newest: {listed}); storage.list() shows them all",
+        checkpoint_id=checkpoint_id,
+    )

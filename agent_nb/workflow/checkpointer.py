@@ -1,0 +1,187 @@
+"""Taking a workflow's checkpoints during a run, and putting a checkpoint back into a workflow."""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, get_origin
+
+from ..errors import CheckpointError
+from ._types import flatten
+from .checkpoint import Checkpoint, Decoder, Encoder, graph_parts, graph_signature, known_types
+from .checkpoint_storage import CheckpointStorage, new_checkpoint_id
+from .requests import PendingRequest
+
+if TYPE_CHECKING:
+    from .runner import _Run
+    from .workflow import Workflow
+
+__all__ = ["Checkpointer", "Restored"]
+
+_BUILTINS = {t.__name__: t for t in (str, int, float, bool, bytes, list, tuple, dict, set, type(None))}
+
+
+class Checkpointer:
+    """One workflow's checkpoints in one storage: it remembers which messages the storage already has."""
+
+    def __init__(self, workflow: Workflow, storage: CheckpointStorage) -> None:
+        if not isinstance(storage, CheckpointStorage):
+            raise TypeError(
+                f"workflow {workflow.name!r}: checkpoint_storage must be a checkpoint storage "
+                f"(InMemoryCheckpointStorage, FileCheckpointStorage, SQLiteCheckpointStorage), got {storage!r}"
+            )
+        self.workflow = workflow
+        self.storage = storage
+        self.encoder = Encoder()
+        self.last_id: str | None = None
+        self._signature = graph_signature(workflow)
+
+    def take(self, run: _Run, status: str) -> Checkpoint:
+        """Encode everything the workflow holds now and save it; a value that cannot be stored raises."""
+        enc = self.encoder
+        enc.sessions = {}
+        workflow = self.workflow
+        executors = {}
+        for eid, ex in workflow.executors.items():
+            enc.where = f"checkpoint of workflow {workflow.name!r}: executor {eid!r}"
+            executors[eid] = enc.value(ex.snapshot_state(), "its state")
+        enc.where = f"checkpoint of workflow {workflow.name!r}"
+        body = {
+            "graph": graph_parts(workflow),
+            "executors": executors,
+            "in_flight": [[t, enc.value(m, f"a message in flight to {t!r}")] for t, m in run._next],
+            "fan_in": [
+                [index, {s: enc.value(ms, f"a message from {s!r} waiting at a fan-in") for s, ms in buffer.items()}]
+                for index, buffer in run._fan_in.items()
+            ],
+            "state": enc.value(run.state, "the shared state"),
+            "pending": [
+                {
+                    "request_id": p.request_id,
+                    "executor_id": p.executor_id,
+                    "data": enc.value(p.data, f"the data of request {p.request_id!r}"),
+                    "response_type": _type_to_json(p.response_type, p.request_id),
+                }
+                for p in run.pending.values()
+            ],
+            "request_seq": run.request_seq,
+            "sessions": enc.sessions,
+        }
+        checkpoint = Checkpoint(
+            id=new_checkpoint_id(),
+            workflow=workflow.name,
+            signature=self._signature,
+            superstep=run.superstep,
+            timestamp=datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+            status=status,
+            previous=self.last_id,
+            body=body,
+        )
+        nodes = enc.take_new_nodes()
+        try:
+            self.storage.save(checkpoint, nodes)
+        except BaseException:
+            enc.forget_written()  # the storage may hold none of them: write every node again next time
+            raise
+        self.last_id = checkpoint.id
+        return checkpoint
+
+    def restore(self, checkpoint_id: str) -> Restored:
+        """Load and decode a checkpoint for this workflow; nothing of the workflow is touched yet."""
+        checkpoint = self.storage.load(checkpoint_id)
+        workflow = self.workflow
+        where = f"checkpoint {checkpoint_id!r}"
+        if checkpoint.signature != self._signature:
+            raise CheckpointError(
+                f"{where} was taken in a workflow whose graph differs from {workflow.name!r}: "
+                f"{_graph_change(checkpoint.body.get('graph', []), graph_parts(workflow))}. "
+                "Resume it in the workflow that wrote it, or start a new run",
+                checkpoint_id=checkpoint_id,
+            )
+        body = checkpoint.body
+        try:
+            nodes = self.storage.read_nodes(checkpoint.tips())
+            types = known_types(workflow)
+            pending_types = [_type_from_json(p["response_type"], where, types) for p in body["pending"]]
+            dec = Decoder(nodes, types, body["sessions"], where)
+            executors = {eid: dec.value(state) for eid, state in body["executors"].items()}
+            in_flight = [(t, dec.value(m)) for t, m in body["in_flight"]]
+            fan_in = {int(i): {s: dec.value(ms) for s, ms in buf.items()} for i, buf in body["fan_in"]}
+            state = dec.value(body["state"])
+            pending = {
+                p["request_id"]: PendingRequest(p["request_id"], p["executor_id"], dec.value(p["data"]), t)
+                for p, t in zip(body["pending"], pending_types, strict=True)
+            }
+            seq = int(body["request_seq"])
+        except CheckpointError as exc:
+            exc.checkpoint_id = checkpoint_id
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(
+                f"{where} is incomplete or damaged ({type(exc).__name__}: {exc})", checkpoint_id=checkpoint_id
+            ) from None
+        unknown = sorted(set(executors) - set(workflow.executors))
+        if unknown:
+            raise CheckpointError(
+                f"{where} holds executors this workflow lacks: {unknown}", checkpoint_id=checkpoint_id
+            )
+        return Restored(checkpoint, executors, in_flight, fan_in, state, pending, seq)
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """A decoded checkpoint, ready to be put into the workflow."""
+
+    checkpoint: Checkpoint
+    executors: dict[str, Any]
+    in_flight: list[tuple[str, Any]]
+    fan_in: dict[int, dict[str, list[Any]]]
+    state: dict[str, Any]
+    pending: dict[str, PendingRequest]
+    request_seq: int
+
+    @property
+    def finished(self) -> bool:
+        return not self.in_flight and not self.pending and not self.fan_in
+
+
+def _graph_change(before: list[str], now: list[str]) -> str:
+    gone = [p for p in before if p not in now]
+    new = [p for p in now if p not in before]
+    parts = []
+    if gone:
+        parts.append("it had " + "; ".join(gone))
+    if new:
+        parts.append("it now has " + "; ".join(new))
+    return ", ".join(parts) or "its signature differs"
+
+
+def _type_to_json(spec: Any, request_id: str) -> Any:
+    if spec is Any or spec is object:
+        return "Any"
+    origin = get_origin(spec)
+    if origin is not None and len(flatten(spec)) > 1:
+        return {"union": [_type_to_json(m, request_id) for m in flatten(spec)]}
+    if origin is not None:  # list[str] -> list (items are checked when the answer is given, not when stored)
+        spec = origin
+    if isinstance(spec, type):
+        if spec.__module__ == "builtins":
+            return spec.__name__
+        return f"{spec.__module__}:{spec.__qualname__}"
+    raise CheckpointError(f"request {request_id!r}: its response type {spec!r} cannot be stored in a checkpoint")
+
+
+def _type_from_json(value: Any, where: str, types: dict[str, type]) -> Any:
+    if value == "Any":
+        return Any
+    if isinstance(value, dict) and "union" in value:
+        members = tuple(_type_from_json(m, where, types) for m in value["union"])
+        return typing.Union[members]  # noqa: UP007
+    if isinstance(value, str) and value in _BUILTINS:
+        return _BUILTINS[value]
+    if isinstance(value, str) and value in types:
+        return types[value]
+    raise CheckpointError(
+        f"{where}: a pending request expects an answer of type {value!r}, which this workflow's handlers do not name"
+    )
