@@ -1,11 +1,14 @@
 """Checkpoints: what a workflow holds between supersteps, as JSON that refers to each message once.
 
 Messages are immutable and shared, so a checkpoint never copies them per executor.
-Every message is a *node* of a hash chain (its JSON plus the key of the message before
-it, the key being a hash of both), so a whole conversation is one key: the key of its
-last message. Eight executors holding one conversation cost eight keys; the storage
-keeps each node once, and a checkpoint writes only the nodes that are new since the
-last one. Keys are content hashes, so a node that was changed on disk is detected on load.
+Each message's JSON is stored once, under the hash of that JSON. A conversation is a
+hash chain of *links* (a message's hash and the key of the link before it), so a whole
+conversation is one key: the key of its last link. Eight executors holding one
+conversation cost eight keys; a checkpoint writes only the messages and links that are
+new since the last one. Keys are content hashes, so anything changed on disk is detected
+on load.
+
+Equal messages (same role, author, contents and id) come back as one object.
 
 Loading never imports or evaluates anything: a value of a class is rebuilt only when
 the class is one the workflow's handlers name (or one of agent_nb's own).
@@ -31,17 +34,23 @@ from ._types import flatten
 if TYPE_CHECKING:
     from .workflow import Workflow
 
-__all__ = ["FORMAT", "Checkpoint", "CheckpointError", "Node", "graph_parts", "graph_signature"]
+__all__ = ["FORMAT", "Checkpoint", "CheckpointError", "Link", "StoredMessage", "graph_parts", "graph_signature"]
 
 FORMAT = 1
 """The checkpoint format this version of agent_nb writes and reads."""
 
-Node = tuple[str, "str | None", str]
-"""A stored message: ``(key, previous key, message JSON)``."""
+Link = tuple[str, "str | None", str]
+"""One position of a conversation: ``(key, key of the link before it, message hash)``."""
+StoredMessage = tuple[str, str]
+"""``(message hash, message JSON)``."""
 
 
-def node_key(previous: str | None, message_json: str) -> str:
-    return hashlib.sha256(f"{previous or ''}\n{message_json}".encode()).hexdigest()[:32]
+def message_hash(message_json: str) -> str:
+    return hashlib.sha256(message_json.encode()).hexdigest()[:32]
+
+
+def link_key(previous: str | None, message: str) -> str:
+    return hashlib.sha256(f"{previous or ''}\n{message}".encode()).hexdigest()[:32]
 
 
 def graph_parts(workflow: Workflow) -> list[str]:
@@ -152,37 +161,46 @@ class Encoder:
     """
 
     def __init__(self) -> None:
-        self._json: dict[int, tuple[Message, str]] = {}
-        self._nodes: dict[tuple[str | None, int], str] = {}
+        self._hashes: dict[int, tuple[Message, str]] = {}
+        """id(message) -> (the message, kept alive so the id stays its own; its hash)."""
+        self._links: dict[tuple[str | None, int], str] = {}
         self._tips: dict[int, tuple[Any, list[str]]] = {}
         """id(log) -> (log, key of each of its messages, in order)."""
         self._written: set[str] = set()
-        self._new: list[Node] = []
+        self._new_links: list[Link] = []
+        self._new_messages: list[StoredMessage] = []
         self.sessions: dict[str, Any] = {}
         self.where = ""
 
-    def take_new_nodes(self) -> list[Node]:
-        """The nodes made since the last call: what the storage has not been given yet."""
-        new, self._new = self._new, []
-        return new
+    def take_new(self) -> tuple[list[Link], list[StoredMessage]]:
+        """The links and messages made since the last call: what the storage has not been given yet."""
+        links, messages = self._new_links, self._new_messages
+        self._new_links, self._new_messages = [], []
+        return links, messages
 
     def forget_written(self) -> None:
-        """The storage may lack nodes (it was replaced or deleted from): write them again when met."""
+        """The storage may lack some (a save failed): write each again when it is met."""
         self._written.clear()
+        self._links.clear()
+        self._tips.clear()
+        self._hashes.clear()
 
     def _node(self, previous: str | None, message: Message) -> str:
         ident = id(message)
-        key = self._nodes.get((previous, ident))
+        key = self._links.get((previous, ident))
         if key is not None:
             return key
-        cached = self._json.get(ident)
-        if cached is None:
-            cached = self._json[ident] = (message, message.model_dump_json())
-        key = node_key(previous, cached[1])
-        self._nodes[(previous, ident)] = key
+        known = self._hashes.get(ident)
+        if known is None:
+            text = message.model_dump_json()
+            known = self._hashes[ident] = (message, message_hash(text))
+            if known[1] not in self._written:
+                self._written.add(known[1])
+                self._new_messages.append((known[1], text))
+        key = self._links[(previous, ident)] = link_key(previous, known[1])
         if key not in self._written:
             self._written.add(key)
-            self._new.append((key, previous, cached[1]))
+            self._new_links.append((key, previous, known[1]))
         return key
 
     def chain(self, messages: Iterable[Message]) -> str | None:
@@ -241,9 +259,10 @@ class Encoder:
 
 @dataclass(slots=True)
 class Decoder:
-    """Rebuilds values from a checkpoint; one message object per node, shared as before."""
+    """Rebuilds values from a checkpoint; one message object per stored message, shared as before."""
 
-    nodes: Mapping[str, tuple[str | None, str]]
+    links: Mapping[str, tuple[str | None, str]]
+    messages: Mapping[str, str]
     types: Mapping[str, type]
     sessions_data: Mapping[str, Any]
     where: str
@@ -251,32 +270,44 @@ class Decoder:
     _convs: dict[str, Conversation] = field(default_factory=dict)
     _sessions: dict[str, AgentSession] = field(default_factory=dict)
 
-    def message(self, key: str) -> Message:
-        found = self._messages.get(key)
-        if found is not None:
-            return found
-        entry = self.nodes.get(key)
+    def _link(self, key: str) -> tuple[str | None, str]:
+        entry = self.links.get(key)
         if entry is None:
             raise CheckpointError(
                 f"{self.where} refers to message {key}, which its storage does not hold "
-                "(the storage was pruned or its files were moved); the checkpoint cannot be restored"
+                "(its files were moved or edited); the checkpoint cannot be restored"
             )
-        previous, text = entry
-        if node_key(previous, text) != key:
-            raise CheckpointError(f"{self.where}: message {key} was changed after it was written (its hash differs)")
+        if link_key(*entry) != key:
+            raise CheckpointError(f"{self.where}: link {key} was changed after it was written (its hash differs)")
+        return entry
+
+    def message(self, key: str) -> Message:
+        """The message at link ``key``."""
+        return self._message(self._link(key)[1])
+
+    def _message(self, mkey: str) -> Message:
+        found = self._messages.get(mkey)
+        if found is not None:
+            return found
+        text = self.messages.get(mkey)
+        if text is None:
+            raise CheckpointError(f"{self.where} refers to message {mkey}, which its storage does not hold")
+        if message_hash(text) != mkey:
+            raise CheckpointError(f"{self.where}: message {mkey} was changed after it was written (its hash differs)")
         try:
             message = Message.model_validate_json(text)
         except ValueError as exc:
-            raise CheckpointError(f"{self.where}: message {key} is not a valid message: {exc}") from None
-        self._messages[key] = message
+            raise CheckpointError(f"{self.where}: message {mkey} is not a valid message: {exc}") from None
+        self._messages[mkey] = message
         return message
 
     def chain(self, tip: str | None, n: int) -> list[Message]:
         out: list[Message] = []
         key = tip
-        while key is not None:
-            out.append(self.message(key))
-            key = self.nodes[key][0]
+        while key is not None and len(out) <= n:
+            previous, mkey = self._link(key)
+            out.append(self._message(mkey))
+            key = previous
         if len(out) != n:
             raise CheckpointError(f"{self.where}: a conversation should hold {n} messages but its chain has {len(out)}")
         out.reverse()

@@ -1,7 +1,8 @@
 """Where checkpoints live: in memory, in a directory of JSON files, or in a SQLite file.
 
-Every storage keeps two things: checkpoints (a header and a small body, checksummed)
-and message nodes (each stored once, keyed by its content hash). ``latest`` returns the
+Every storage keeps checkpoints (a header and a small body, checksummed), messages (each
+stored once, under the hash of its JSON) and the links that chain messages into
+conversations (see ``checkpoint``). ``latest`` returns the
 newest checkpoint or raises: it never falls back to an older one in silence.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CheckpointError
-from .checkpoint import Checkpoint, Node, checkpoint_from_header, dumps
+from .checkpoint import Checkpoint, Link, StoredMessage, checkpoint_from_header, dumps
 
 __all__ = [
     "CheckpointInfo",
@@ -64,14 +65,14 @@ class CheckpointInfo:
 class CheckpointStorage(Protocol):
     """What a workflow needs of a checkpoint store."""
 
-    def save(self, checkpoint: Checkpoint, nodes: Sequence[Node]) -> None:
-        """Store ``checkpoint`` and the message nodes it adds, all or nothing."""
+    def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
+        """Store ``checkpoint`` with the links and messages it adds (the others are stored already)."""
 
     def load(self, checkpoint_id: str) -> Checkpoint:
         """The checkpoint, checked; a ``CheckpointError`` says what is wrong with it."""
 
-    def read_nodes(self, tips: Iterable[str]) -> Mapping[str, tuple[str | None, str]]:
-        """The nodes of the chains that end at ``tips``: key -> (previous key, message JSON)."""
+    def read_chains(self, tips: Iterable[str]) -> Chains:
+        """The links of the chains that end at ``tips`` (key -> (previous, message hash)) and their messages."""
 
     def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
         """The checkpoints (of one workflow, by name), oldest first."""
@@ -124,17 +125,24 @@ def _info(header: Mapping[str, Any]) -> CheckpointInfo:
     )
 
 
-def _walk(get: Any, tips: Iterable[str]) -> dict[str, tuple[str | None, str]]:
-    out: dict[str, tuple[str | None, str]] = {}
+Chains = tuple[Mapping[str, tuple["str | None", str]], Mapping[str, str]]
+
+
+def _walk(links: Mapping[str, tuple[str | None, str]], messages: Mapping[str, str], tips: Iterable[str]) -> Chains:
+    found: dict[str, tuple[str | None, str]] = {}
+    texts: dict[str, str] = {}
     for tip in tips:
         key: str | None = tip
-        while key is not None and key not in out:
-            entry = get(key)
+        while key is not None and key not in found:
+            entry = links.get(key)
             if entry is None:
-                break  # the decoder names the missing message
-            out[key] = entry
+                break  # the decoder names what is missing
+            found[key] = entry
+            text = messages.get(entry[1])
+            if text is not None:
+                texts[entry[1]] = text
             key = entry[0]
-    return out
+    return found, texts
 
 
 class InMemoryCheckpointStorage:
@@ -142,13 +150,16 @@ class InMemoryCheckpointStorage:
 
     def __init__(self) -> None:
         self._checkpoints: dict[str, tuple[str, str, CheckpointInfo]] = {}
-        self._nodes: dict[str, tuple[str | None, str]] = {}
+        self._links: dict[str, tuple[str | None, str]] = {}
+        self._messages: dict[str, str] = {}
 
-    def save(self, checkpoint: Checkpoint, nodes: Sequence[Node]) -> None:
+    def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         check_id(checkpoint.id)
         header, body = _seal(checkpoint)
-        for key, previous, text in nodes:
-            self._nodes.setdefault(key, (previous, text))
+        for mkey, text in messages:
+            self._messages.setdefault(mkey, text)
+        for key, previous, mkey in links:
+            self._links.setdefault(key, (previous, mkey))
         self._checkpoints[checkpoint.id] = (header, body, _info(checkpoint.header))
 
     def load(self, checkpoint_id: str) -> Checkpoint:
@@ -157,8 +168,8 @@ class InMemoryCheckpointStorage:
             raise _missing(checkpoint_id, self._checkpoints)
         return _open(stored[0], stored[1], f"checkpoint {checkpoint_id!r}")
 
-    def read_nodes(self, tips: Iterable[str]) -> Mapping[str, tuple[str | None, str]]:
-        return _walk(self._nodes.get, tips)
+    def read_chains(self, tips: Iterable[str]) -> Chains:
+        return _walk(self._links, self._messages, tips)
 
     def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
         return [i for _, _, i in (self._checkpoints[k] for k in sorted(self._checkpoints)) if _of(i, workflow)]
@@ -171,7 +182,7 @@ class InMemoryCheckpointStorage:
         return self._checkpoints.pop(check_id(checkpoint_id), None) is not None
 
     def __repr__(self) -> str:
-        return f"InMemoryCheckpointStorage({len(self._checkpoints)} checkpoints, {len(self._nodes)} messages)"
+        return f"InMemoryCheckpointStorage({len(self._checkpoints)} checkpoints, {len(self._messages)} messages)"
 
 
 class FileCheckpointStorage:
@@ -187,18 +198,21 @@ class FileCheckpointStorage:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.fsync = fsync
         self._pool = self.directory / "messages.jsonl"
-        self._nodes: dict[str, tuple[str | None, str]] = {}
+        self._links: dict[str, tuple[str | None, str]] = {}
+        self._messages: dict[str, str] = {}
         self._read_to = 0
         self._damaged = 0
 
     def _path(self, checkpoint_id: str) -> Path:
         return self.directory / f"{check_id(checkpoint_id)}.json"
 
-    def save(self, checkpoint: Checkpoint, nodes: Sequence[Node]) -> None:
+    def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         header, body = _seal(checkpoint)
         path = self._path(checkpoint.id)
-        if nodes:  # the messages first: a checkpoint on disk only ever refers to messages already there
-            lines = "".join(dumps(list(n)) + "\n" for n in nodes)
+        if links or messages:  # first: a checkpoint on disk only ever refers to messages already there
+            lines = "".join(dumps(["m", *m]) + "\n" for m in messages) + "".join(
+                dumps(["l", *link]) + "\n" for link in links
+            )
             with open(self._pool, "a", encoding="utf-8") as f:
                 f.write(lines)
                 self._sync(f)
@@ -231,9 +245,9 @@ class FileCheckpointStorage:
             raise CheckpointError(f"{where} is truncated: it ends before its last line", checkpoint_id=checkpoint_id)
         return _open(header, body[:-1], where)
 
-    def read_nodes(self, tips: Iterable[str]) -> Mapping[str, tuple[str | None, str]]:
+    def read_chains(self, tips: Iterable[str]) -> Chains:
         self._read_pool()
-        return _walk(self._nodes.get, tips)
+        return _walk(self._links, self._messages, tips)
 
     def _read_pool(self) -> None:
         """Read what was appended since the last read (a torn last line is left for later)."""
@@ -246,10 +260,13 @@ class FileCheckpointStorage:
         end = data.rfind(b"\n") + 1
         for line in data[:end].splitlines():
             try:
-                key, previous, text = json.loads(line)
-                self._nodes.setdefault(key, (previous, text))
-            except (ValueError, TypeError):
-                self._damaged += 1
+                row = json.loads(line)
+                if row[0] == "m":
+                    self._messages.setdefault(row[1], row[2])
+                else:
+                    self._links.setdefault(row[1], (row[2], row[3]))
+            except (ValueError, TypeError, IndexError, KeyError):
+                self._damaged += 1  # the decoder then names the message it lacks
         self._read_to += end
 
     def _files(self) -> list[Path]:
@@ -302,16 +319,18 @@ class SQLiteCheckpointStorage:
         self._db.executescript(
             "CREATE TABLE IF NOT EXISTS checkpoints (id TEXT PRIMARY KEY, workflow TEXT NOT NULL,"
             " header TEXT NOT NULL, body TEXT NOT NULL);"
-            "CREATE TABLE IF NOT EXISTS nodes (key TEXT PRIMARY KEY, previous TEXT, message TEXT NOT NULL);"
+            "CREATE TABLE IF NOT EXISTS messages (hash TEXT PRIMARY KEY, json TEXT NOT NULL);"
+            "CREATE TABLE IF NOT EXISTS links (key TEXT PRIMARY KEY, previous TEXT, message TEXT NOT NULL);"
         )
 
-    def save(self, checkpoint: Checkpoint, nodes: Sequence[Node]) -> None:
+    def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         check_id(checkpoint.id)
         header, body = _seal(checkpoint)
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany("INSERT OR IGNORE INTO nodes VALUES (?, ?, ?)", nodes)
+            db.executemany("INSERT OR IGNORE INTO messages VALUES (?, ?)", messages)
+            db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
             db.execute(
                 "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?)",
                 (checkpoint.id, checkpoint.workflow, header, body),
@@ -329,19 +348,24 @@ class SQLiteCheckpointStorage:
             raise _missing(checkpoint_id, [i.id for i in self.list()])
         return _open(row[0], row[1], f"checkpoint {checkpoint_id!r} (in {self.path})")
 
-    def read_nodes(self, tips: Iterable[str]) -> Mapping[str, tuple[str | None, str]]:
-        out: dict[str, tuple[str | None, str]] = {}
+    def read_chains(self, tips: Iterable[str]) -> Chains:
+        links: dict[str, tuple[str | None, str]] = {}
+        messages: dict[str, str] = {}
         for tip in tips:
-            if tip in out:
+            if tip in links:
                 continue
             rows = self._db.execute(
-                "WITH RECURSIVE chain(key) AS (SELECT ? UNION SELECT n.previous FROM nodes n JOIN chain c"
-                " ON n.key = c.key WHERE n.previous IS NOT NULL)"
-                " SELECT key, previous, message FROM nodes WHERE key IN (SELECT key FROM chain)",
+                "WITH RECURSIVE chain(key) AS (SELECT ? UNION SELECT l.previous FROM links l JOIN chain c"
+                " ON l.key = c.key WHERE l.previous IS NOT NULL)"
+                " SELECT l.key, l.previous, l.message, m.json FROM links l LEFT JOIN messages m ON m.hash = l.message"
+                " WHERE l.key IN (SELECT key FROM chain)",
                 (tip,),
             )
-            out.update((k, (p, m)) for k, p, m in rows)
-        return out
+            for key, previous, mkey, text in rows:
+                links[key] = (previous, mkey)
+                if text is not None:
+                    messages[mkey] = text
+        return links, messages
 
     def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
         if workflow is None:

@@ -78,9 +78,9 @@ class Checkpointer:
             previous=self.last_id,
             body=body,
         )
-        nodes = enc.take_new_nodes()
+        links, messages = enc.take_new()
         try:
-            self.storage.save(checkpoint, nodes)
+            self.storage.save(checkpoint, links, messages)
         except BaseException:
             enc.forget_written()  # the storage may hold none of them: write every node again next time
             raise
@@ -101,10 +101,10 @@ class Checkpointer:
             )
         body = checkpoint.body
         try:
-            nodes = self.storage.read_nodes(checkpoint.tips())
+            links, messages = self.storage.read_chains(checkpoint.tips())
             types = known_types(workflow)
             pending_types = [_type_from_json(p["response_type"], where, types) for p in body["pending"]]
-            dec = Decoder(nodes, types, body["sessions"], where)
+            dec = Decoder(links, messages, types, body["sessions"], where)
             executors = {eid: dec.value(state) for eid, state in body["executors"].items()}
             in_flight = [(t, dec.value(m)) for t, m in body["in_flight"]]
             fan_in = {int(i): {s: dec.value(ms) for s, ms in buf.items()} for i, buf in body["fan_in"]}
