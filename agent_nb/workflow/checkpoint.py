@@ -178,6 +178,19 @@ class Encoder:
         self._new_links, self._new_messages = [], []
         return links, messages
 
+    def seed(self, decoder: Decoder) -> None:
+        """Know what a storage already holds, from a checkpoint just read: a resumed run writes only what is new."""
+        for mkey, message in decoder._messages.items():
+            self._hashes[id(message)] = (message, mkey)
+            self._written.add(mkey)
+        for key, (previous, mkey) in decoder.links.items():
+            self._written.add(key)
+            found = decoder._messages.get(mkey)
+            if found is not None:
+                self._links[(previous, id(found))] = key
+        for conv, keys in decoder.logs:
+            self._tips[id(conv._log)] = (conv._log, list(keys))
+
     def forget_written(self) -> None:
         """The storage may lack some (a save failed): write each again when it is met."""
         self._written.clear()
@@ -267,6 +280,8 @@ class Decoder:
     sessions_data: Mapping[str, Any]
     where: str
     _messages: dict[str, Message] = field(default_factory=dict)
+    logs: list[tuple[Conversation, list[str]]] = field(default_factory=list)
+    """Each conversation rebuilt, with the link key of each of its positions."""
     _convs: dict[str, Conversation] = field(default_factory=dict)
     _sessions: dict[str, AgentSession] = field(default_factory=dict)
 
@@ -302,23 +317,31 @@ class Decoder:
         return message
 
     def chain(self, tip: str | None, n: int) -> list[Message]:
+        return self._chain(tip, n)[0]
+
+    def _chain(self, tip: str | None, n: int) -> tuple[list[Message], list[str]]:
         out: list[Message] = []
+        keys: list[str] = []
         key = tip
         while key is not None and len(out) <= n:
             previous, mkey = self._link(key)
             out.append(self._message(mkey))
+            keys.append(key)
             key = previous
         if len(out) != n:
             raise CheckpointError(f"{self.where}: a conversation should hold {n} messages but its chain has {len(out)}")
         out.reverse()
-        return out
+        keys.reverse()
+        return out, keys
 
     def conversation(self, tip: str | None, n: int) -> Conversation:
         if tip is None:
             return EMPTY
         conv = self._convs.get(tip)
         if conv is None:
-            conv = self._convs[tip] = Conversation(self.chain(tip, n))
+            messages, keys = self._chain(tip, n)
+            conv = self._convs[tip] = Conversation(messages)
+            self.logs.append((conv, keys))
         return conv
 
     def session(self, sid: str) -> AgentSession:

@@ -126,6 +126,7 @@ class Checkpointer:
             raise CheckpointError(
                 f"{where} holds executors this workflow lacks: {unknown}", checkpoint_id=checkpoint_id
             )
+        self.encoder.seed(dec)  # facts about the storage: the resumed run will not write these again
         return Restored(checkpoint, executors, in_flight, fan_in, state, pending, seq)
 
 

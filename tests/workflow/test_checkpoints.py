@@ -408,3 +408,16 @@ def test_checkpoint_files_are_json_and_written_in_one_piece(tmp_path: Path) -> N
     for path in files:
         for line in path.read_text().splitlines():
             json.loads(line)
+
+
+async def test_a_resumed_run_writes_only_the_messages_that_are_new(tmp_path: Path) -> None:
+    storage = FileCheckpointStorage(tmp_path)
+    workflow, _ = chain(3, storage=storage)
+    await workflow.run([*prior(20), Message("user", "go")])
+    pool = tmp_path / "messages.jsonl"
+    before = pool.read_text().count('["m",')
+    fresh, _ = chain(3)
+    await fresh.run(checkpoint_id=storage.list()[1].id, checkpoint_storage=FileCheckpointStorage(tmp_path))
+    # the 22 messages of the checkpoint are not written again; the two replies made anew are
+    # (this checkpoint cannot know that a later one of the first run stored the same text)
+    assert pool.read_text().count('["m",') == before + 2

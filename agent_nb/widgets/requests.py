@@ -1,0 +1,157 @@
+"""A form per pending request: approve or reject a tool call, or type an answer, and the run goes on.
+
+```python
+result = await workflow.run("refund order A7")      # status "waiting"
+RequestsForm(workflow)                               # Approve / Reject beside each request
+```
+
+Every control has a Python way to drive it: ``form.answer(request_id, True)``. The
+continuation runs on the kernel's event loop; a refused answer is shown and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as w
+
+from ..contents import shorten
+from ..display.html import container, escape
+from .switchers import problem_html
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ..workflow import PendingRequest, RunResult, Workflow
+
+__all__ = ["RequestsForm"]
+
+
+class RequestsForm(w.VBox):  # type: ignore[misc]
+    """The pending requests of ``workflow``, each with the controls its answer needs.
+
+    A request that expects a ``bool`` (a tool approval) gets Approve and Reject buttons;
+    any other gets a text box and Send (numbers and JSON are parsed for the types that need them).
+    """
+
+    def __init__(self, workflow: Workflow) -> None:
+        self.workflow = workflow
+        self.last_result: RunResult | None = None
+        self.last_error: BaseException | None = None
+        self.rows: dict[str, _Row] = {}
+        self.status = w.HTML()
+        self.status.add_class("anb-status")
+        self._box = w.VBox()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        super().__init__([self._box, self.status])
+        self.add_class("anb-requests")
+        self.refresh()
+
+    @property
+    def requests(self) -> tuple[PendingRequest, ...]:
+        return self.workflow.pending_requests
+
+    def refresh(self) -> None:
+        """Show the workflow's pending requests as they are now."""
+        self.rows = {r.request_id: _Row(r, self) for r in self.requests}
+        if self.rows:
+            self._box.children = [row.widget for row in self.rows.values()]
+        else:
+            self._box.children = [w.HTML(container('<div class="meta">no pending requests</div>'))]
+
+    def answer(self, request_id: str, value: Any) -> asyncio.Task[RunResult | None] | RunResult | None:
+        """Answer one request and let the run go on (a task in a notebook; the result in a script)."""
+        import asyncio
+
+        for row in self.rows.values():
+            row.disable(True)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._answer(request_id, value))
+        task = loop.create_task(self._answer(request_id, value))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _answer(self, request_id: str, value: Any) -> RunResult | None:
+        self.status.value = container(f'<div class="meta">answering {escape(request_id)}…</div>')
+        try:
+            result = await self.workflow.run(responses={request_id: value})
+        except Exception as exc:
+            self.last_error = exc
+            self.status.value = problem_html(exc)
+            for row in self.rows.values():
+                row.disable(False)
+            return None
+        self.last_error, self.last_result = None, result
+        said = "approved" if value is True else "rejected" if value is False else repr(value)
+        lines = [f'<div class="meta">{escape(f"{request_id}: {said} · the run is {result.status}")}</div>']
+        for event in result.events:
+            text = getattr(getattr(event, "data", None), "text", None) if event.type == "output" else None
+            if isinstance(text, str) and text:
+                lines.append(f"<div><b>{escape(event.executor_id)}</b>: {escape(shorten(text, 160))}</div>")  # type: ignore[attr-defined]
+        self.status.value = container("".join(lines))
+        self.refresh()
+        return result
+
+
+class _Row:
+    """The controls of one request."""
+
+    def __init__(self, request: PendingRequest, form: RequestsForm) -> None:
+        self.request = request
+        prompt = w.HTML(
+            container(
+                f'<div class="meta"><b>{escape(request.executor_id)}</b> asks '
+                f"<code>{escape(request.request_id)}</code></div><div>{escape(request.prompt)}</div>"
+            )
+        )
+        rid = request.request_id
+        self.buttons: list[w.Button] = []
+        self.text: w.Text | None = None
+        if request.response_type is bool:
+            self.approve = w.Button(description="Approve", button_style="success")
+            self.reject = w.Button(description="Reject", button_style="danger")
+            self.approve.on_click(lambda _: form.answer(rid, True))
+            self.reject.on_click(lambda _: form.answer(rid, False))
+            self.buttons = [self.approve, self.reject]
+            controls: list[Any] = self.buttons
+        else:
+            self.text = w.Text(placeholder=f"answer ({getattr(request.response_type, '__name__', 'value')})")
+            self.submit = w.Button(description="Send")
+            self.submit.on_click(lambda _: self._send(form))
+            self.buttons = [self.submit]
+            controls = [self.text, self.submit]
+        self.widget = w.VBox([prompt, w.HBox(controls)])
+        self.widget.add_class("anb-request")
+
+    def _send(self, form: RequestsForm) -> None:
+        assert self.text is not None
+        try:
+            value = _parse(self.text.value, self.request.response_type)
+        except ValueError as exc:
+            form.last_error = exc
+            form.status.value = problem_html(exc)
+            return
+        form.answer(self.request.request_id, value)
+
+    def disable(self, disabled: bool) -> None:
+        for b in self.buttons:
+            b.disabled = disabled
+
+
+def _parse(text: str, kind: Any) -> Any:
+    """What was typed, as the type the request expects."""
+    if kind is str:
+        return text
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"the answer must be a {kind.__name__}, got {text!r}") from None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # let the request's own type check say what it expects
