@@ -42,12 +42,14 @@ notebooks: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/agent_nb_bench.py
+	$(BIN)/python bench/checkpoint_bench.py
 	$(BIN)/python bench/routing_bench.py
 	$(BIN)/python bench/display_bench.py
 	$(BIN)/python bench/harness_bench.py
 
 bench-quick: $(VENV)/.installed
 	$(BIN)/python bench/agent_nb_bench.py --quick
+	$(BIN)/python bench/checkpoint_bench.py --quick
 	$(BIN)/python bench/routing_bench.py --quick
 	$(BIN)/python bench/display_bench.py --quick
 	$(BIN)/python bench/harness_bench.py --quick

@@ -499,6 +499,12 @@ class AgentExecutor(Executor):
             "answers": dict(self._answers),
         }
 
+    def checkpoint_state(self) -> dict[str, Any]:
+        """The snapshot without the copy of the session's state: a checkpoint stores the session itself."""
+        state = self.snapshot_state()
+        del state["session_state"]
+        return state
+
     def restore_state(self, state: dict[str, Any]) -> None:
         """Back to a snapshot; the session's top-level state keys too (values are not deep-copied)."""
         self._cache = state["cache"]
@@ -506,7 +512,7 @@ class AgentExecutor(Executor):
         self.session = state["session"]
         self._awaiting = dict(state.get("awaiting", {}))
         self._answers = dict(state.get("answers", {}))
-        if self.session is not None and self.session.state != state["session_state"]:
+        if self.session is not None and "session_state" in state and self.session.state != state["session_state"]:
             self.session.state.clear()
             self.session.state.update(state["session_state"])
 

@@ -16,6 +16,7 @@ the class is one the workflow's handlers name (or one of agent_nb's own).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -27,9 +28,10 @@ from pydantic import BaseModel
 
 from ..conversation import EMPTY, Conversation
 from ..errors import CheckpointError
-from ..messages import Message
+from ..messages import AgentResponse, Message
 from ..sessions import AgentSession
 from ._types import flatten
+from .agent_executor import AgentExecutorResponse
 
 if TYPE_CHECKING:
     from .workflow import Workflow
@@ -102,9 +104,25 @@ class Checkpoint:
         }
 
     def tips(self) -> set[str]:
-        """The node keys the body refers to (each stands for a whole chain of messages)."""
+        """The link keys the body refers to (each stands for a whole chain of messages)."""
         found: set[str] = set()
-        _collect(self.body, found)
+        _collect(self.body, found, ("$conv", "$msgs", "$msg"))
+        return found
+
+    def blobs(self) -> set[str]:
+        """The hashes of the stored JSON texts (executor and session states) the body refers to."""
+        found: set[str] = set()
+        _collect(self.body, found, ("$blob",))
+        return found
+
+    def references(self, texts: Mapping[str, str]) -> set[str]:
+        """The link keys the checkpoint needs: in its body, and in the stored texts it refers to."""
+        found = self.tips()
+        for key in self.blobs():
+            text = texts.get(key)
+            if text is not None:
+                with contextlib.suppress(ValueError):  # the decoder names a damaged text
+                    _collect(json.loads(text), found, ("$conv", "$msgs", "$msg"))
         return found
 
     def __repr__(self) -> str:
@@ -138,16 +156,16 @@ def checkpoint_from_header(header: Mapping[str, Any], body: Mapping[str, Any], w
         raise CheckpointError(f"{where} is incomplete: its header lacks or garbles {exc}") from None
 
 
-def _collect(value: Any, found: set[str]) -> None:
+def _collect(value: Any, found: set[str], tags: tuple[str, ...]) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
-            if k in ("$conv", "$msgs", "$msg") and isinstance(v, str):
+            if k in tags and isinstance(v, str):
                 found.add(v)
             else:
-                _collect(v, found)
+                _collect(v, found, tags)
     elif isinstance(value, list):
         for v in value:
-            _collect(v, found)
+            _collect(v, found, tags)
 
 
 # -- encoding ---------------------------------------------------------------------------
@@ -169,7 +187,10 @@ class Encoder:
         self._written: set[str] = set()
         self._new_links: list[Link] = []
         self._new_messages: list[StoredMessage] = []
-        self.sessions: dict[str, Any] = {}
+        self.sessions: dict[str, AgentSession] = {}
+        """The sessions met since this was last cleared (their states are stored apart, once per change)."""
+        self._states: dict[str, tuple[str, str]] = {}
+        """session id -> (its state as JSON, the hash of that text) at the last checkpoint."""
         self.where = ""
 
     def take_new(self) -> tuple[list[Link], list[StoredMessage]]:
@@ -190,10 +211,46 @@ class Encoder:
                 self._links[(previous, id(found))] = key
         for conv, keys in decoder.logs:
             self._tips[id(conv._log)] = (conv._log, list(keys))
+        for sid, (text, digest) in decoder.states.items():
+            self._states[sid] = (text, digest)
+        self._written.update(decoder.messages)  # every text it read (messages, states) is in the storage
+
+    def blob(self, text: str) -> dict[str, str]:
+        """A JSON text stored once, under its hash (an executor's state that changed, say)."""
+        digest = message_hash(text)
+        if digest not in self._written:
+            self._written.add(digest)
+            self._new_messages.append((digest, text))
+        return {"$blob": digest}
+
+    def session_state(self, session: AgentSession, *, recheck: bool = True) -> dict[str, str]:
+        """A session's state, stored as a JSON text once per change (a long history is not copied per checkpoint).
+
+        ``recheck=False``: no executor holding it ran since the last checkpoint, so it is as it was.
+        """
+        known = self._states.get(session.session_id)
+        if known is not None and not recheck:
+            return {"$blob": known[1]}
+        try:
+            text = dumps(session.state) if session.state else "{}"
+        except (TypeError, ValueError) as exc:
+            raise CheckpointError(
+                f"{self.where}: the state of session {session.session_id!r} is not JSON ({exc}); "
+                "keep only str, int, float, bool, None, lists and dicts in session.state"
+            ) from None
+        if known is not None and known[0] == text:
+            return {"$blob": known[1]}
+        digest = message_hash(text)
+        self._states[session.session_id] = (text, digest)
+        if digest not in self._written:
+            self._written.add(digest)
+            self._new_messages.append((digest, text))
+        return {"$blob": digest}
 
     def forget_written(self) -> None:
         """The storage may lack some (a save failed): write each again when it is met."""
         self._written.clear()
+        self._states.clear()
         self._links.clear()
         self._tips.clear()
         self._hashes.clear()
@@ -236,35 +293,81 @@ class Encoder:
         return keys[len(conv) - 1]
 
     def value(self, v: Any, path: str) -> Any:
-        if v is None or isinstance(v, (bool, int, float, str)):
+        """``v`` as JSON; ``path`` names it in the error raised for a value that cannot be stored."""
+        try:
+            return self._value(v)
+        except _Unstorable as exc:
+            raise CheckpointError(
+                f"{self.where}: {path}{exc.where} is a {exc.kind}, which a checkpoint cannot store. Keep to JSON "
+                "values, messages, conversations, sessions, dataclasses and pydantic models (of types the "
+                "workflow's handlers name)"
+            ) from None
+
+    def _value(self, v: Any) -> Any:
+        kind = type(v)
+        if kind in _PLAIN:
             return v
-        if isinstance(v, Conversation):
+        if kind is dict or (kind is not Conversation and isinstance(v, dict)):
+            if all(type(k) is str and k[:1] != "$" for k in v):
+                out = {}
+                for k, x in v.items():
+                    out[k] = self._inside(x, f"[{k!r}]")
+                return out
+            return {"$map": [[self._inside(k, " (a key)"), self._inside(x, f"[{k!r}]")] for k, x in v.items()]}
+        if kind is Conversation:
             return {"$conv": self.conversation(v), "n": len(v)}
-        if isinstance(v, Message):
+        if kind is Message:
             return {"$msg": self._node(None, v)}
-        if isinstance(v, (list, tuple)):
-            if v and all(isinstance(m, Message) for m in v):
-                return {"$msgs": self.chain(v), "n": len(v), "tuple": isinstance(v, tuple)}
-            items = [self.value(x, f"{path}[{i}]") for i, x in enumerate(v)]
-            return {"$tuple": items} if isinstance(v, tuple) else items
-        if isinstance(v, AgentSession):
-            self.sessions[v.session_id] = self.value(v.state, f"{path}.state")
+        if kind is list or kind is tuple:
+            if v and all(type(m) is Message for m in v):
+                return {"$msgs": self.chain(v), "n": len(v), "tuple": kind is tuple}
+            items = [self._inside(x, f"[{i}]") for i, x in enumerate(v)]
+            return {"$tuple": items} if kind is tuple else items
+        if kind is AgentSession:
+            self.sessions[v.session_id] = v
             return {"$session": v.session_id}
-        if isinstance(v, dict):
-            if all(isinstance(k, str) and not k.startswith("$") for k in v):
-                return {k: self.value(x, f"{path}[{k!r}]") for k, x in v.items()}
-            return {"$map": [[self.value(k, f"{path} key"), self.value(x, f"{path}[{k!r}]")] for k, x in v.items()]}
-        if isinstance(v, BaseModel):  # field by field, so the messages of a response are nodes too
-            names = type(v).model_fields
-            fields = {k: self.value(getattr(v, k), f"{path}.{k}") for k in names if k in v.model_fields_set}
-            return {"$model": _name(type(v)), "fields": fields}
+        if kind is AgentExecutorResponse:
+            return self._agent_response(v)
+        if isinstance(v, BaseModel):  # field by field, so the messages of a response are links too
+            fields = {k: self._inside(getattr(v, k), f".{k}") for k in kind.model_fields if k in v.model_fields_set}
+            return {"$model": _name(kind), "fields": fields}
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            fields = {f.name: self.value(getattr(v, f.name), f"{path}.{f.name}") for f in dataclasses.fields(v)}
-            return {"$dataclass": _name(type(v)), "fields": fields}
-        raise CheckpointError(
-            f"{self.where}: {path} is a {type(v).__name__}, which a checkpoint cannot store. Keep to JSON values, "
-            "messages, conversations, sessions, dataclasses and pydantic models (of types the workflow's handlers name)"
-        )
+            fields = {f.name: self._inside(getattr(v, f.name), f".{f.name}") for f in dataclasses.fields(v)}
+            return {"$dataclass": _name(kind), "fields": fields}
+        if isinstance(v, (bool, int, float, str)):  # subclasses, such as an IntEnum
+            return v
+        raise _Unstorable(kind.__name__)
+
+    def _agent_response(self, v: AgentExecutorResponse) -> dict[str, Any]:
+        """What every hop of an agent workflow sends: its reply is the tail of its conversation, so refer to it."""
+        response, full = v.agent_response, v.full_conversation
+        reply = response.messages
+        out: dict[str, Any] = {"$agent_response": v.executor_id}
+        k = len(reply)
+        if full is not None and 0 < k <= len(full) and all(full[len(full) - k + i] is m for i, m in enumerate(reply)):
+            out["tail"] = k
+        else:
+            out["reply"] = self._inside(reply, ".agent_response.messages")
+        out["conversation"] = None if full is None else self._inside(full, ".full_conversation")
+        out["meta"] = {k: self._inside(getattr(response, k), f".agent_response.{k}") for k in _RESPONSE_FIELDS}
+        return out
+
+    def _inside(self, v: Any, where: str) -> Any:
+        """A value inside a container; a failure deeper down learns where it was."""
+        try:
+            return self._value(v)
+        except _Unstorable as exc:
+            exc.where = where + exc.where
+            raise
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_RESPONSE_FIELDS = tuple(f for f in AgentResponse.model_fields if f != "messages")
+
+
+class _Unstorable(Exception):
+    def __init__(self, kind: str) -> None:
+        self.kind, self.where = kind, ""
 
 
 # -- decoding ---------------------------------------------------------------------------
@@ -280,6 +383,8 @@ class Decoder:
     sessions_data: Mapping[str, Any]
     where: str
     _messages: dict[str, Message] = field(default_factory=dict)
+    states: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """session id -> (its state as stored, the hash of that text)."""
     logs: list[tuple[Conversation, list[str]]] = field(default_factory=list)
     """Each conversation rebuilt, with the link key of each of its positions."""
     _convs: dict[str, Conversation] = field(default_factory=dict)
@@ -344,12 +449,33 @@ class Decoder:
             self.logs.append((conv, keys))
         return conv
 
+    def _blob(self, key: str) -> Any:
+        text = self.messages.get(key)
+        if text is None:
+            raise CheckpointError(f"{self.where} refers to the stored text {key}, which its storage does not hold")
+        if message_hash(text) != key:
+            raise CheckpointError(f"{self.where}: the stored text {key} was changed after it was written")
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise CheckpointError(f"{self.where}: the stored text {key} is not JSON ({exc})") from None
+
     def session(self, sid: str) -> AgentSession:
         found = self._sessions.get(sid)
         if found is None:
-            if sid not in self.sessions_data:
+            ref = self.sessions_data.get(sid)
+            if not isinstance(ref, dict) or not isinstance(ref.get("$blob"), str):
                 raise CheckpointError(f"{self.where} refers to session {sid!r} but does not hold its state")
-            state = self.value(self.sessions_data[sid])
+            text = self.messages.get(ref["$blob"])
+            if text is None or message_hash(text) != ref["$blob"]:
+                problem = "does not hold it" if text is None else "holds it changed (its hash differs)"
+                raise CheckpointError(
+                    f"{self.where}: the state of session {sid!r} is stored apart, and the storage {problem}"
+                )
+            state = json.loads(text)
+            self.states[sid] = (text, ref["$blob"])
+            if not isinstance(state, dict):
+                raise CheckpointError(f"{self.where}: the state of session {sid!r} is not a JSON object")
             found = self._sessions[sid] = AgentSession(sid, state)
         return found
 
@@ -371,6 +497,16 @@ class Decoder:
             return tuple(self.value(x) for x in v["$tuple"])
         if "$session" in v:
             return self.session(v["$session"])
+        if "$blob" in v:
+            return self.value(self._blob(v["$blob"]))
+        if "$agent_response" in v:
+            full = self.value(v["conversation"])
+            reply = full[len(full) - v["tail"] :] if "tail" in v else self.value(v["reply"])
+            try:
+                response = AgentResponse(reply, **{k: self.value(x) for k, x in v["meta"].items()})
+            except ValueError as exc:
+                raise CheckpointError(f"{self.where}: a stored agent response is not valid: {exc}") from None
+            return AgentExecutorResponse(v["$agent_response"], response, full)
         if "$map" in v:
             return {self.value(k): self.value(x) for k, x in v["$map"]}
         if "$model" in v:
@@ -431,6 +567,9 @@ def known_types(workflow: Workflow) -> dict[str, type]:
     return found
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def dumps(value: Any) -> str:
-    """Compact JSON with NaN refused, as every stored document is written."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Compact JSON with NaN refused, as every stored document is written (one encoder, made once)."""
+    return _JSON.encode(value)

@@ -71,8 +71,11 @@ class CheckpointStorage(Protocol):
     def load(self, checkpoint_id: str) -> Checkpoint:
         """The checkpoint, checked; a ``CheckpointError`` says what is wrong with it."""
 
-    def read_chains(self, tips: Iterable[str]) -> Chains:
-        """The links of the chains that end at ``tips`` (key -> (previous, message hash)) and their messages."""
+    def read_chains(self, tips: Iterable[str], blobs: Iterable[str] = ()) -> Chains:
+        """The chains that end at ``tips``, their messages, and the stored texts ``blobs`` names.
+
+        Returns links (key -> (previous key, message hash)) and texts (hash -> JSON).
+        """
 
     def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
         """The checkpoints (of one workflow, by name), oldest first."""
@@ -84,12 +87,12 @@ class CheckpointStorage(Protocol):
         """Remove a checkpoint (its messages stay for the others); whether it was there."""
 
 
-def _seal(checkpoint: Checkpoint) -> tuple[str, str]:
-    """The header line (with the checksum) and the body line of a checkpoint."""
+def _seal(checkpoint: Checkpoint) -> tuple[str, str, str]:
+    """The header (with the checksum) and the body of a checkpoint as JSON, and the checksum."""
     body = dumps(checkpoint.body)
-    header = checkpoint.header
-    header["checksum"] = _checksum(header, body)
-    return dumps(header), body
+    fields = dumps(checkpoint.header)
+    checksum = hashlib.sha256(f"{fields}\n{body}".encode()).hexdigest()
+    return f'{fields[:-1]},"checksum":"{checksum}"}}', body, checksum  # the header as dumps would write it
 
 
 def _checksum(header: Mapping[str, Any], body: str) -> str:
@@ -128,9 +131,11 @@ def _info(header: Mapping[str, Any]) -> CheckpointInfo:
 Chains = tuple[Mapping[str, tuple["str | None", str]], Mapping[str, str]]
 
 
-def _walk(links: Mapping[str, tuple[str | None, str]], messages: Mapping[str, str], tips: Iterable[str]) -> Chains:
+def _walk(
+    links: Mapping[str, tuple[str | None, str]], messages: Mapping[str, str], tips: Iterable[str], blobs: Iterable[str]
+) -> Chains:
     found: dict[str, tuple[str | None, str]] = {}
-    texts: dict[str, str] = {}
+    texts: dict[str, str] = {b: messages[b] for b in blobs if b in messages}
     for tip in tips:
         key: str | None = tip
         while key is not None and key not in found:
@@ -146,33 +151,37 @@ def _walk(links: Mapping[str, tuple[str | None, str]], messages: Mapping[str, st
 
 
 class InMemoryCheckpointStorage:
-    """Checkpoints in this process only: for notebooks and tests. Stored sealed, exactly as on disk."""
+    """Checkpoints in this process only: for notebooks and tests.
+
+    A checkpoint is kept as the object it was saved as (its body is JSON-ready and never
+    changed after), so saving costs no serialising; loading gives the same object back.
+    """
 
     def __init__(self) -> None:
-        self._checkpoints: dict[str, tuple[str, str, CheckpointInfo]] = {}
+        self._checkpoints: dict[str, Checkpoint] = {}
         self._links: dict[str, tuple[str | None, str]] = {}
         self._messages: dict[str, str] = {}
 
     def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         check_id(checkpoint.id)
-        header, body = _seal(checkpoint)
         for mkey, text in messages:
             self._messages.setdefault(mkey, text)
         for key, previous, mkey in links:
             self._links.setdefault(key, (previous, mkey))
-        self._checkpoints[checkpoint.id] = (header, body, _info(checkpoint.header))
+        self._checkpoints[checkpoint.id] = checkpoint
 
     def load(self, checkpoint_id: str) -> Checkpoint:
         stored = self._checkpoints.get(check_id(checkpoint_id))
         if stored is None:
             raise _missing(checkpoint_id, self._checkpoints)
-        return _open(stored[0], stored[1], f"checkpoint {checkpoint_id!r}")
+        return stored
 
-    def read_chains(self, tips: Iterable[str]) -> Chains:
-        return _walk(self._links, self._messages, tips)
+    def read_chains(self, tips: Iterable[str], blobs: Iterable[str] = ()) -> Chains:
+        return _walk(self._links, self._messages, tips, blobs)
 
     def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
-        return [i for _, _, i in (self._checkpoints[k] for k in sorted(self._checkpoints)) if _of(i, workflow)]
+        infos = (_info(self._checkpoints[k].header) for k in sorted(self._checkpoints))
+        return [i for i in infos if _of(i, workflow)]
 
     def latest(self, workflow: str | None = None) -> Checkpoint | None:
         infos = self.list(workflow)
@@ -186,121 +195,192 @@ class InMemoryCheckpointStorage:
 
 
 class FileCheckpointStorage:
-    """Checkpoints as JSON files in ``directory``; messages appended once to ``messages.jsonl``.
+    """Checkpoints in ``directory``, as one append-only log of JSON lines: ``checkpoints.jsonl``.
 
-    Each checkpoint is written to a temporary file and renamed into place, so a reader
-    never sees half of one. Nothing is unpickled or evaluated on load. ``fsync=True``
-    also flushes each write to the disk (survives a power cut; costs a disk round trip).
+    A checkpoint is one write at the end of the log: the messages and links it adds, then
+    its own line (header with checksum, and body). Nothing is ever rewritten in place, so a
+    reader never sees half of a checkpoint; a write cut off by a crash leaves an incomplete
+    last line, which ``latest`` reports (it does not fall back to an older checkpoint) and
+    ``repair()`` cuts off. Nothing is unpickled or evaluated on load. ``fsync=True`` also
+    flushes each write to the disk (survives a power cut; costs a disk round trip).
+
+    Why one log and not a file per checkpoint: creating and renaming a file costs far more
+    than appending a line (see bench/checkpoint_bench.py), and a checkpoint is taken after
+    every superstep. ``compact()`` rewrites the log without deleted checkpoints, atomically
+    (a temporary file renamed into place).
     """
+
+    LOG = "checkpoints.jsonl"
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.fsync = fsync
-        self._pool = self.directory / "messages.jsonl"
+        self.path = self.directory / self.LOG
+        self._fd: int | None = None
+        self._checkpoints: dict[str, tuple[dict[str, Any], str]] = {}
+        """id -> (header, body text), in the order written."""
         self._links: dict[str, tuple[str | None, str]] = {}
         self._messages: dict[str, str] = {}
         self._read_to = 0
-        self._damaged = 0
+        self._damaged: list[int] = []
+        self._torn = False
 
-    def _path(self, checkpoint_id: str) -> Path:
-        return self.directory / f"{check_id(checkpoint_id)}.json"
+    # -- writing ------------------------------------------------------------------------
 
     def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
-        header, body = _seal(checkpoint)
-        path = self._path(checkpoint.id)
-        if links or messages:  # first: a checkpoint on disk only ever refers to messages already there
-            lines = "".join(dumps(["m", *m]) + "\n" for m in messages) + "".join(
-                dumps(["l", *link]) + "\n" for link in links
+        check_id(checkpoint.id)
+        header, body, checksum = _seal(checkpoint)
+        parts = [dumps(["m", *m]) for m in messages]
+        parts += [dumps(["l", *link]) for link in links]
+        parts.append(f'["c",{header},{body}]')  # the body as JSON, not as a string of it: nothing to escape
+        self._append("\n".join(parts) + "\n")
+        for mkey, text in messages:  # what this storage wrote it knows without reading it back
+            self._messages.setdefault(mkey, text)
+        for key, previous, mkey in links:
+            self._links.setdefault(key, (previous, mkey))
+        self._checkpoints[checkpoint.id] = ({**checkpoint.header, "checksum": checksum}, body)
+
+    def delete(self, checkpoint_id: str) -> bool:
+        self._read()
+        if check_id(checkpoint_id) not in self._checkpoints:
+            return False
+        self._append(dumps(["d", checkpoint_id]) + "\n")
+        del self._checkpoints[checkpoint_id]
+        return True
+
+    def _append(self, text: str) -> None:
+        """One write at the end of the log, after what is already there has been read."""
+        self._read()
+        if self._torn:
+            raise CheckpointError(
+                f"{self.path} ends with an incomplete record (a write was cut off); nothing was written after it. "
+                "storage.repair() cuts the incomplete record off"
             )
-            with open(self._pool, "a", encoding="utf-8") as f:
-                f.write(lines)
-                self._sync(f)
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            with open(temporary, "w", encoding="utf-8") as f:
-                f.write(f"{header}\n{body}\n")
-                self._sync(f)
-            os.replace(temporary, path)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-
-    def _sync(self, f: Any) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        data = text.encode()
+        written = os.write(self._fd, data)
+        if written != len(data):  # a short write: the rest, so the line is whole
+            os.write(self._fd, data[written:])
         if self.fsync:
-            f.flush()
-            os.fsync(f.fileno())
+            os.fsync(self._fd)
+        self._read_to += len(data)  # one writer at a time: the log ends where this write ended
 
-    def load(self, checkpoint_id: str) -> Checkpoint:
-        path = self._path(checkpoint_id)
-        where = f"checkpoint {checkpoint_id!r} ({path})"
+    def repair(self) -> int:
+        """Cut off an incomplete last record (left by a write that was cut off); the bytes removed."""
+        self._read()
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if not self._torn:
+            return 0
+        os.truncate(self.path, self._read_to)
+        self._torn = False
+        return size - self._read_to
+
+    def compact(self) -> None:
+        """Rewrite the log with only the live checkpoints and what they refer to (atomically)."""
+        self._read()
+        keep_links: dict[str, tuple[str | None, str]] = {}
+        keep_texts: set[str] = set()
+        lines = []
+        for header, body in self._checkpoints.values():
+            checkpoint = _open(dumps(header), body, f"checkpoint {header.get('id')!r}")
+            _, blobs = _walk(self._links, self._messages, (), checkpoint.blobs())
+            links, texts = _walk(self._links, self._messages, checkpoint.references(blobs), checkpoint.blobs())
+            keep_links.update(links)
+            keep_texts.update(texts)
+            keep_texts.update(m for _, m in links.values())
+            lines.append(f'["c",{dumps(header)},{body}]')
+        out = [dumps(["m", k, self._messages[k]]) for k in keep_texts if k in self._messages]
+        out += [dumps(["l", k, p, m]) for k, (p, m) in keep_links.items()]
+        temporary = self.path.with_name(f".{self.LOG}.{secrets.token_hex(4)}.tmp")
+        temporary.write_text("".join(f"{line}\n" for line in [*out, *lines]), encoding="utf-8")
+        self.close()
+        os.replace(temporary, self.path)
+        self._checkpoints, self._links, self._messages, self._read_to = {}, {}, {}, 0
+        self._damaged, self._torn = [], False
+
+    def close(self) -> None:
+        """Close the log (the next save opens it again)."""
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _read(self) -> None:
+        """Read what was appended since the last read; an incomplete last line is noted, not read."""
+        if self._fd is not None and os.fstat(self._fd).st_size == self._read_to:
+            return  # nothing new since this storage's own last write
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise _missing(checkpoint_id, [p.stem for p in self._files()]) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CheckpointError(f"{where} cannot be read: {exc}", checkpoint_id=checkpoint_id) from None
-        header, _, body = text.partition("\n")
-        if not body.endswith("\n"):
-            raise CheckpointError(f"{where} is truncated: it ends before its last line", checkpoint_id=checkpoint_id)
-        return _open(header, body[:-1], where)
-
-    def read_chains(self, tips: Iterable[str]) -> Chains:
-        self._read_pool()
-        return _walk(self._links, self._messages, tips)
-
-    def _read_pool(self) -> None:
-        """Read what was appended since the last read (a torn last line is left for later)."""
-        try:
-            with open(self._pool, "rb") as f:
+            with open(self.path, "rb") as f:
                 f.seek(self._read_to)
                 data = f.read()
         except FileNotFoundError:
             return
         end = data.rfind(b"\n") + 1
-        for line in data[:end].splitlines():
+        self._torn = end < len(data)
+        number = 0
+        for number, line in enumerate(data[:end].splitlines(), start=1):
             try:
                 row = json.loads(line)
-                if row[0] == "m":
+                kind = row[0]
+                if kind == "m":
                     self._messages.setdefault(row[1], row[2])
-                else:
+                elif kind == "l":
                     self._links.setdefault(row[1], (row[2], row[3]))
+                elif kind == "c":
+                    self._checkpoints[row[1]["id"]] = (row[1], dumps(row[2]))  # its text, as it was written
+                elif kind == "d":
+                    self._checkpoints.pop(row[1], None)
+                else:
+                    raise ValueError(kind)
             except (ValueError, TypeError, IndexError, KeyError):
-                self._damaged += 1  # the decoder then names the message it lacks
+                self._damaged.append(number)
         self._read_to += end
 
-    def _files(self) -> list[Path]:
-        return sorted(p for p in self.directory.glob("*.json") if not p.name.startswith("."))
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        self._read()
+        stored = self._checkpoints.get(check_id(checkpoint_id))
+        if stored is None:
+            raise _missing(checkpoint_id, self._checkpoints, self._damage())
+        header, body = stored
+        return _open(dumps(header), body, f"checkpoint {checkpoint_id!r} (in {self.path})")
+
+    def _damage(self) -> str:
+        if not self._damaged:
+            return ""
+        lines = ", ".join(map(str, self._damaged[:5]))
+        return f"; {self.path} has {len(self._damaged)} unreadable lines (line {lines}): it was edited or damaged"
+
+    def read_chains(self, tips: Iterable[str], blobs: Iterable[str] = ()) -> Chains:
+        self._read()
+        return _walk(self._links, self._messages, tips, blobs)
 
     def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
+        self._read()
         out = []
-        for path in self._files():
-            with open(path, encoding="utf-8") as f:
-                first = f.readline()
+        for header, _ in self._checkpoints.values():
             try:
-                info = _info(json.loads(first))
-            except (ValueError, KeyError, TypeError):
-                raise CheckpointError(
-                    f"checkpoint file {path} is unreadable: its header is damaged. Delete it, or move it away",
-                    checkpoint_id=path.stem,
-                ) from None
+                info = _info(header)
+            except (KeyError, TypeError):
+                raise CheckpointError(f"a checkpoint header in {self.path} is damaged: {header!r:.80}") from None
             if _of(info, workflow):
                 out.append(info)
-        return out
+        return sorted(out, key=lambda i: i.id)
 
     def latest(self, workflow: str | None = None) -> Checkpoint | None:
-        if workflow is None:
-            files = self._files()
-            return self.load(files[-1].stem) if files else None
+        self._read()
+        if self._torn:
+            raise CheckpointError(
+                f"the newest record of {self.path} is incomplete: a write was cut off, so the newest checkpoint "
+                "cannot be read. The ones before it are intact; storage.repair() cuts the incomplete record off"
+            )
         infos = self.list(workflow)
         return self.load(infos[-1].id) if infos else None
-
-    def delete(self, checkpoint_id: str) -> bool:
-        try:
-            self._path(checkpoint_id).unlink()
-        except FileNotFoundError:
-            return False
-        return True
 
     def __repr__(self) -> str:
         return f"FileCheckpointStorage({str(self.directory)!r})"
@@ -325,7 +405,7 @@ class SQLiteCheckpointStorage:
 
     def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         check_id(checkpoint.id)
-        header, body = _seal(checkpoint)
+        header, body, _ = _seal(checkpoint)
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -348,9 +428,13 @@ class SQLiteCheckpointStorage:
             raise _missing(checkpoint_id, [i.id for i in self.list()])
         return _open(row[0], row[1], f"checkpoint {checkpoint_id!r} (in {self.path})")
 
-    def read_chains(self, tips: Iterable[str]) -> Chains:
+    def read_chains(self, tips: Iterable[str], blobs: Iterable[str] = ()) -> Chains:
         links: dict[str, tuple[str | None, str]] = {}
         messages: dict[str, str] = {}
+        for blob in blobs:
+            row = self._db.execute("SELECT json FROM messages WHERE hash = ?", (blob,)).fetchone()
+            if row is not None:
+                messages[blob] = row[0]
         for tip in tips:
             if tip in links:
                 continue
@@ -404,10 +488,11 @@ def _of(info: CheckpointInfo, workflow: str | None) -> bool:
     return workflow is None or info.workflow == workflow
 
 
-def _missing(checkpoint_id: str, known: Iterable[str]) -> CheckpointError:
+def _missing(checkpoint_id: str, known: Iterable[str], damage: str = "") -> CheckpointError:
     ids = sorted(known)
     listed = ", ".join(ids[-5:]) if ids else "none"
     return CheckpointError(
-        f"there is no checkpoint {checkpoint_id!r} in this storage (newest: {listed}); storage.list() shows them all",
+        f"there is no checkpoint {checkpoint_id!r} in this storage (newest: {listed}){damage}; "
+        "storage.list() shows them all",
         checkpoint_id=checkpoint_id,
     )

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import typing
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, get_origin
 
+from ..conversation import Conversation
 from ..errors import CheckpointError
+from ..sessions import AgentSession
 from ._types import flatten
-from .checkpoint import Checkpoint, Decoder, Encoder, graph_parts, graph_signature, known_types
+from .checkpoint import Checkpoint, Decoder, Encoder, dumps, graph_parts, graph_signature, known_types
 from .checkpoint_storage import CheckpointStorage, new_checkpoint_id
 from .requests import PendingRequest
 
@@ -36,19 +40,41 @@ class Checkpointer:
         self.encoder = Encoder()
         self.last_id: str | None = None
         self._signature = graph_signature(workflow)
+        self._graph = graph_parts(workflow)
+        self._graph_blob: dict[str, str] | None = None  # stored once, on the first checkpoint
+        self._memo: dict[str, tuple[dict[str, Any], dict[str, str], dict[str, AgentSession]]] = {}
+        """executor id -> (its state at the last checkpoint, where that is stored, the sessions it holds)."""
 
     def take(self, run: _Run, status: str) -> Checkpoint:
-        """Encode everything the workflow holds now and save it; a value that cannot be stored raises."""
+        """Encode everything the workflow holds now and save it; a value that cannot be stored raises.
+
+        Only executors that ran since the last checkpoint (``run.touched``; ``None``: all) are looked
+        at, and only those whose state changed are encoded again; so are their sessions' states.
+        """
         enc = self.encoder
-        enc.sessions = {}
         workflow = self.workflow
-        executors = {}
+        touched = run.touched
+        if self._graph_blob is None:
+            self._graph_blob = enc.blob(dumps(self._graph))
+        executors: dict[str, Any] = {}
+        sessions: dict[str, AgentSession] = {}
+        recheck: set[str] = set()
         for eid, ex in workflow.executors.items():
-            enc.where = f"checkpoint of workflow {workflow.name!r}: executor {eid!r}"
-            executors[eid] = enc.value(ex.snapshot_state(), "its state")
-        enc.where = f"checkpoint of workflow {workflow.name!r}"
+            memo = self._memo.get(eid)
+            if memo is None or touched is None or eid in touched:
+                state = ex.checkpoint_state()
+                if memo is not None and _same(memo[0], state):
+                    recheck.update(memo[2])
+                else:
+                    enc.sessions, enc.where = {}, f"checkpoint of workflow {workflow.name!r}: executor {eid!r}"
+                    stored = enc.blob(dumps(enc.value(state, "its state")))
+                    memo = self._memo[eid] = (state, stored, enc.sessions)
+                    recheck.update(enc.sessions)
+            executors[eid] = memo[1]
+            sessions.update(memo[2])
+        enc.sessions, enc.where = {}, f"checkpoint of workflow {workflow.name!r}"
         body = {
-            "graph": graph_parts(workflow),
+            "graph": self._graph_blob,
             "executors": executors,
             "in_flight": [[t, enc.value(m, f"a message in flight to {t!r}")] for t, m in run._next],
             "fan_in": [
@@ -66,8 +92,10 @@ class Checkpointer:
                 for p in run.pending.values()
             ],
             "request_seq": run.request_seq,
-            "sessions": enc.sessions,
         }
+        sessions.update(enc.sessions)
+        recheck.update(enc.sessions)
+        body["sessions"] = {sid: enc.session_state(s, recheck=sid in recheck) for sid, s in sessions.items()}
         checkpoint = Checkpoint(
             id=new_checkpoint_id(),
             workflow=workflow.name,
@@ -82,10 +110,24 @@ class Checkpointer:
         try:
             self.storage.save(checkpoint, links, messages)
         except BaseException:
-            enc.forget_written()  # the storage may hold none of them: write every node again next time
+            enc.forget_written()  # the storage may hold none of them: write every one again next time
+            self._memo.clear()
+            self._graph_blob = None
             raise
         self.last_id = checkpoint.id
         return checkpoint
+
+    def _stored_graph(self, checkpoint: Checkpoint) -> list[str]:
+        """The graph a checkpoint was taken in, in words (for the error that says what changed)."""
+        ref = checkpoint.body.get("graph")
+        key = ref.get("$blob") if isinstance(ref, dict) else None
+        if not isinstance(key, str):
+            return []
+        _, texts = self.storage.read_chains((), (key,))
+        with contextlib.suppress(KeyError, ValueError):
+            parts = json.loads(texts[key])
+            return [str(p) for p in parts] if isinstance(parts, list) else []
+        return []
 
     def restore(self, checkpoint_id: str) -> Restored:
         """Load and decode a checkpoint for this workflow; nothing of the workflow is touched yet."""
@@ -95,13 +137,15 @@ class Checkpointer:
         if checkpoint.signature != self._signature:
             raise CheckpointError(
                 f"{where} was taken in a workflow whose graph differs from {workflow.name!r}: "
-                f"{_graph_change(checkpoint.body.get('graph', []), graph_parts(workflow))}. "
+                f"{_graph_change(self._stored_graph(checkpoint), graph_parts(workflow))}. "
                 "Resume it in the workflow that wrote it, or start a new run",
                 checkpoint_id=checkpoint_id,
             )
         body = checkpoint.body
         try:
-            links, messages = self.storage.read_chains(checkpoint.tips())
+            _, texts = self.storage.read_chains((), checkpoint.blobs())
+            links, messages = self.storage.read_chains(checkpoint.references(texts), ())
+            messages = {**messages, **texts}
             types = known_types(workflow)
             pending_types = [_type_from_json(p["response_type"], where, types) for p in body["pending"]]
             dec = Decoder(links, messages, types, body["sessions"], where)
@@ -145,6 +189,22 @@ class Restored:
     @property
     def finished(self) -> bool:
         return not self.in_flight and not self.pending and not self.fan_in
+
+
+def _same(before: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether an executor's state is unchanged: conversations and sessions by identity, the rest by value.
+
+    A session's own state is compared apart (``Encoder.session_state``).
+    """
+    if before.keys() != now.keys():
+        return False
+    for key, value in now.items():
+        old = before[key]
+        if old is value:
+            continue
+        if type(value) in (Conversation, AgentSession) or old != value:
+            return False
+    return True
 
 
 def _graph_change(before: list[str], now: list[str]) -> str:

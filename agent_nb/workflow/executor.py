@@ -249,7 +249,11 @@ class Executor:
         return {}
 
     def restore_state(self, state: dict[str, Any]) -> None:
-        """Go back to a state taken with ``snapshot_state``."""
+        """Go back to a state taken with ``snapshot_state`` (or with ``checkpoint_state``, from a checkpoint)."""
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """What a checkpoint stores of this executor: ``snapshot_state()``, unless a subclass needs less."""
+        return self.snapshot_state()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r})"

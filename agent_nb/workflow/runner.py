@@ -76,6 +76,8 @@ class _Run:
         """Requests nobody answered yet; they become the workflow's only if the run succeeds."""
         self.request_seq = restored.request_seq if restored else workflow._request_seq
         self.last_checkpoint: str | None = None
+        self.touched: set[str] | None = None
+        """Executors invoked since the last checkpoint; ``None`` before the run's first one (all may differ)."""
         self._initial: Mapping[str, Any] = MappingProxyType(dict(state or {}))
         self.state: dict[str, Any] = dict(self._initial)
         """The shared state (``ctx.get_state``); updates land at the end of each superstep."""
@@ -217,6 +219,7 @@ class _Run:
                 self.emit(WorkflowWarning(warning))
         status = "running" if self._next or self._fan_in else ("waiting" if self.pending else "completed")
         checkpoint = checkpointer.take(self, status)
+        self.touched = set()
         self.last_checkpoint = checkpoint.id
         self.emit(CheckpointSaved(checkpoint.id, checkpoint.superstep, status))
 
@@ -285,6 +288,8 @@ class _Run:
     async def _invoke(self, executor: Executor, message: Any, step: int) -> None:
         index = self._count
         self._count += 1
+        if self.touched is not None:
+            self.touched.add(executor.id)
         eid = executor.id
         self.emit(ExecutorInvoked(eid, step))
         ctx: WorkflowContext[Any, Any] = WorkflowContext(self, eid, step)

@@ -240,24 +240,33 @@ def prior(m: int) -> list[Message]:
     ]
 
 
-async def _bytes(tmp_path: Path, m: int, n: int = 8) -> tuple[int, int, int]:
+def log_rows(directory: Path) -> list[Any]:
+    return [json.loads(line) for line in (directory / "checkpoints.jsonl").read_text().splitlines()]
+
+
+async def _bytes(tmp_path: Path, m: int, n: int = 8) -> tuple[int, int, tuple[int, int]]:
     directory = tmp_path / f"m{m}"
-    storage = FileCheckpointStorage(directory)
-    workflow, _ = chain(n, storage=storage)
+    workflow, _ = chain(n, storage=FileCheckpointStorage(directory))
     await workflow.run([*prior(m), Message("user", "benchmark input")])
-    pool = (directory / "messages.jsonl").stat().st_size
-    checkpoints = sum(p.stat().st_size for p in directory.glob("*.json"))
-    rows = [json.loads(line) for line in (directory / "messages.jsonl").read_text().splitlines()]
-    return pool, checkpoints, (sum(r[0] == "m" for r in rows), sum(r[0] == "l" for r in rows))
+    lines = (directory / "checkpoints.jsonl").read_text().splitlines()
+    stored = sum(len(line) for line in lines if not line.startswith('["c"'))
+    checkpoints = sum(len(line) for line in lines if line.startswith('["c"'))
+    rows = log_rows(directory)
+    return stored, checkpoints, (messages_in(rows), sum(r[0] == "l" for r in rows))
+
+
+def messages_in(rows: list[Any]) -> int:
+    """The stored texts that are messages (the others are executor and session states)."""
+    return sum(r[0] == "m" and '"role":' in r[2] for r in rows)
 
 
 async def test_each_message_is_stored_once_and_checkpoints_do_not_grow_with_the_conversation(tmp_path: Path) -> None:
     pool0, ck0, lines0 = await _bytes(tmp_path, 0)
-    pool100, _ck100, lines100 = await _bytes(tmp_path, 100)
+    pool100, _, lines100 = await _bytes(tmp_path, 100)
     pool200, ck200, lines200 = await _bytes(tmp_path, 200)
-    # 8 agents hold one conversation: each message is stored once (the input and 8 replies included),
-    # with one link per position, plus a one-link chain for each of the 7 replies sent on in flight
-    assert (lines0, lines100, lines200) == ((9, 9 + 7), (109, 109 + 7), (209, 209 + 7))
+    # 8 agents hold one conversation: each message is stored once (the input and 8 replies), with one
+    # link per position
+    assert (lines0, lines100, lines200) == ((9, 9), (109, 109), (209, 209))
     # the messages grow linearly with the conversation ...
     assert abs((pool200 - pool100) - (pool100 - pool0)) < 0.02 * (pool200 - pool100)
     # ... and the checkpoints themselves hardly at all: a conversation is one key, however long
@@ -268,21 +277,27 @@ async def test_the_messages_a_storage_has_are_not_written_again_by_the_next_run(
     storage = FileCheckpointStorage(tmp_path)
     workflow, _ = chain(3, storage=storage)
     await workflow.run([*prior(50), Message("user", "first")])
-    pool = tmp_path / "messages.jsonl"
-    before = pool.read_text().count('["m",')
+    before = messages_in(log_rows(tmp_path))
     await workflow.run("second")
-    assert pool.read_text().count('["m",') - before == 4  # the new input and three replies
+    assert messages_in(log_rows(tmp_path)) - before == 4  # the new input and three replies
 
 
 # -- bad checkpoints ------------------------------------------------------------------------
 
 
-async def _one_file_checkpoint(tmp_path: Path) -> tuple[FileCheckpointStorage, Path, str]:
+async def _logged(tmp_path: Path) -> tuple[FileCheckpointStorage, Path, str]:
+    """A 2-agent run in a file storage; the id of its checkpoint after superstep 1."""
     storage = FileCheckpointStorage(tmp_path)
     workflow, _ = chain(2, storage=storage)
     await workflow.run("hello")
-    mid = storage.list()[1].id
-    return storage, tmp_path / f"{mid}.json", mid
+    return storage, tmp_path / "checkpoints.jsonl", storage.list()[1].id
+
+
+def _edit_line(log: Path, checkpoint_id: str, edit: Any) -> None:
+    lines = log.read_text().split("\n")
+    (i,) = [n for n, line in enumerate(lines) if line.startswith('["c"') and f'"id":"{checkpoint_id}"' in line]
+    lines[i] = edit(lines[i])
+    log.write_text("\n".join(lines))
 
 
 async def _resume(storage: Any, checkpoint_id: str) -> list[RecordingAgent]:
@@ -292,62 +307,95 @@ async def _resume(storage: Any, checkpoint_id: str) -> list[RecordingAgent]:
 
 
 @pytest.mark.parametrize(
-    ("damage", "problem"),
+    ("edit", "problem"),
     [
-        (lambda t: t[: len(t) // 2], "truncated"),
         (lambda t: t.replace('"superstep":1', '"superstep":2', 1), "changed after it was written"),
-        (lambda t: t.replace('"in_flight":', '"in_flight" :'), "changed after it was written"),
+        (lambda t: t.replace('"request_seq":0', '"request_seq":5'), "changed after it was written"),
         (lambda t: t.replace('"format":1', '"format":7'), "has format 7; this agent_nb reads format 1"),
-        (lambda t: "not json\n" + t.partition("\n")[2], "unreadable: its header is not JSON"),
-        (lambda t: "", "truncated"),
+        (lambda t: "not json", r"there is no checkpoint .* unreadable lines \(line \d+\)"),
     ],
-    ids=["truncated", "edited-header", "edited-body", "foreign-version", "garbage-header", "empty"],
+    ids=["edited-header", "edited-body", "foreign-version", "garbage"],
 )
-async def test_a_damaged_checkpoint_raises_naming_it_and_the_problem(tmp_path: Path, damage: Any, problem: str) -> None:
-    storage, path, mid = await _one_file_checkpoint(tmp_path)
-    path.write_text(damage(path.read_text()))
+async def test_a_damaged_checkpoint_raises_naming_it_and_the_problem(tmp_path: Path, edit: Any, problem: str) -> None:
+    _, log, mid = await _logged(tmp_path)
+    _edit_line(log, mid, edit)
+    fresh = FileCheckpointStorage(tmp_path)
     with pytest.raises(CheckpointError, match=problem) as caught:
-        await _resume(storage, mid)
+        await _resume(fresh, mid)
     assert mid in str(caught.value)
 
 
+async def test_a_cut_off_write_is_reported_never_skipped_and_repair_is_explicit(tmp_path: Path) -> None:
+    storage, log, mid = await _logged(tmp_path)
+    newest = storage.list()[-1].id
+    log.write_text(log.read_text()[:-40])  # the last checkpoint's line, cut off
+    fresh = FileCheckpointStorage(tmp_path)
+    with pytest.raises(CheckpointError, match=r"newest record of .* is incomplete"):
+        fresh.latest()
+    with pytest.raises(CheckpointError, match="ends with an incomplete record"):
+        await chain(1, storage=fresh)[0].run("more")  # nothing is written after a cut-off record
+    assert fresh.repair() > 0 and fresh.repair() == 0
+    assert newest not in [i.id for i in fresh.list()] and fresh.latest().id == storage.list()[-2].id
+    assert (await _resume(fresh, mid))[1].calls  # the checkpoints before it were intact
+
+
 async def test_a_changed_message_is_detected_by_its_hash(tmp_path: Path) -> None:
-    _storage, _, mid = await _one_file_checkpoint(tmp_path)
-    pool = tmp_path / "messages.jsonl"
-    pool.write_text(pool.read_text().replace("hello", "HELLO"))
+    _, log, mid = await _logged(tmp_path)
+    log.write_text(
+        log.read_text().replace('\\"hello\\"', '\\"HELLO\\"').replace('text\\":\\"hello', 'text\\":\\"HELLO')
+    )
+    assert "HELLO" in log.read_text()
     with pytest.raises(CheckpointError, match="was changed after it was written"):
         await _resume(FileCheckpointStorage(tmp_path), mid)
 
 
 async def test_a_missing_message_is_named(tmp_path: Path) -> None:
-    _storage, _, mid = await _one_file_checkpoint(tmp_path)
-    (tmp_path / "messages.jsonl").write_text("")
+    _, log, mid = await _logged(tmp_path)
+    log.write_text("".join(f"{line}\n" for line in log.read_text().splitlines() if not line.startswith('["m"')))
     with pytest.raises(CheckpointError, match="which its storage does not hold"):
         await _resume(FileCheckpointStorage(tmp_path), mid)
 
 
-async def test_latest_never_falls_back_to_an_older_checkpoint(tmp_path: Path) -> None:
-    storage, _, _ = await _one_file_checkpoint(tmp_path)
-    newest = storage.list()[-1].id
-    (tmp_path / f"{newest}.json").write_text('{"format": 1, "id": "x"')
-    with pytest.raises(CheckpointError, match=newest):
-        storage.latest()
-    with pytest.raises(CheckpointError, match="damaged"):
-        storage.list()
-
-
 async def test_a_class_the_workflow_does_not_name_is_never_rebuilt(tmp_path: Path) -> None:
     """Even with a valid checksum, a checkpoint cannot make agent_nb import or build an arbitrary class."""
-    storage, path, mid = await _one_file_checkpoint(tmp_path)
+    from agent_nb import TurnToken
+    from agent_nb.workflow.checkpoint import dumps
     from agent_nb.workflow.checkpoint_storage import _checksum
 
-    header_text, body_text, _ = path.read_text().split("\n")
-    body = body_text.replace("agent_nb.workflow.agent_executor:AgentExecutorResponse", "subprocess:Popen")
-    header = json.loads(header_text)
-    header["checksum"] = _checksum(header, body)
-    path.write_text(f"{json.dumps(header)}\n{body}\n")
+    storage = FileCheckpointStorage(tmp_path)
+    workflow = WorkflowBuilder(start_executor=Holder("keeper", None)).build()
+    await workflow.run("hi", state={"token": TurnToken()}, checkpoint_storage=storage)
+    last = storage.latest().id
+
+    def forge(line: str) -> str:
+        _, header, body = json.loads(line)
+        text = dumps(body).replace("agent_nb.workflow.agent_executor:TurnToken", "subprocess:Popen")
+        assert "subprocess:Popen" in text
+        header["checksum"] = _checksum(header, text)
+        return f'["c",{dumps(header)},{text}]'
+
+    _edit_line(tmp_path / "checkpoints.jsonl", last, forge)
+    fresh = WorkflowBuilder(start_executor=Holder("keeper", "untouched")).build()
     with pytest.raises(CheckpointError, match="subprocess:Popen, which is not among the types"):
-        await _resume(storage, mid)
+        await fresh.run(checkpoint_id=last, checkpoint_storage=FileCheckpointStorage(tmp_path))
+    assert fresh.executors["keeper"].value == "untouched"
+
+
+async def test_compact_keeps_the_live_checkpoints_and_what_they_need(tmp_path: Path) -> None:
+    storage = FileCheckpointStorage(tmp_path)
+    workflow, _ = chain(3, storage=storage)
+    await workflow.run([*prior(30), Message("user", "go")])
+    infos = storage.list()
+    for info in infos[:-1]:
+        storage.delete(info.id)
+    before = (tmp_path / "checkpoints.jsonl").stat().st_size
+    storage.compact()
+    assert (tmp_path / "checkpoints.jsonl").stat().st_size < before
+    reopened = FileCheckpointStorage(tmp_path)
+    assert [i.id for i in reopened.list()] == [infos[-1].id]
+    fresh, agents = chain(3)
+    await fresh.run(checkpoint_id=infos[-1].id, checkpoint_storage=reopened)
+    assert len(fresh.executors["a2"].conversation) == 34 and not any(a.calls for a in agents)
 
 
 @pytest.mark.parametrize("kind", STORAGES)
@@ -397,27 +445,24 @@ async def test_a_tampered_sqlite_row_is_detected(tmp_path: Path) -> None:
     storage.close()
 
 
-def test_checkpoint_files_are_json_and_written_in_one_piece(tmp_path: Path) -> None:
+def test_the_log_is_json_lines(tmp_path: Path) -> None:
     import asyncio
 
     storage = FileCheckpointStorage(tmp_path)
     workflow, _ = chain(2, storage=storage)
     asyncio.run(workflow.run("hello"))
-    files = sorted(tmp_path.iterdir())
-    assert not [p for p in files if p.name.endswith(".tmp")]
-    for path in files:
-        for line in path.read_text().splitlines():
-            json.loads(line)
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoints.jsonl"]
+    kinds = [row[0] for row in log_rows(tmp_path)]
+    assert set(kinds) == {"m", "l", "c"} and kinds.count("c") == 3
 
 
 async def test_a_resumed_run_writes_only_the_messages_that_are_new(tmp_path: Path) -> None:
     storage = FileCheckpointStorage(tmp_path)
     workflow, _ = chain(3, storage=storage)
     await workflow.run([*prior(20), Message("user", "go")])
-    pool = tmp_path / "messages.jsonl"
-    before = pool.read_text().count('["m",')
+    before = messages_in(log_rows(tmp_path))
     fresh, _ = chain(3)
     await fresh.run(checkpoint_id=storage.list()[1].id, checkpoint_storage=FileCheckpointStorage(tmp_path))
     # the 22 messages of the checkpoint are not written again; the two replies made anew are
     # (this checkpoint cannot know that a later one of the first run stored the same text)
-    assert pool.read_text().count('["m",') == before + 2
+    assert messages_in(log_rows(tmp_path)) == before + 2
