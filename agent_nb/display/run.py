@@ -77,6 +77,12 @@ def run_view(
     )
     if len(runs) > 1:
         head += _turns(runs, index)
+    if result.pending_requests:
+        items = "".join(
+            f"<li><b>{escape(p.executor_id)}</b> asks <code>{escape(p.request_id)}</code>: {escape(p.prompt)}</li>"
+            for p in result.pending_requests
+        )
+        head += f'<div class="meta">waiting for an answer (<code>run(responses=...)</code>):<ul>{items}</ul></div>'
     columns = columns_html(result.trace, max_messages=max_messages, max_chars=max_chars, max_cards=max_cards)
     if chat is not None:
         column = chat_column(chat, chat_marks or {}, max_messages=max_messages, max_chars=max_chars)

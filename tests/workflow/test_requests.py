@@ -265,3 +265,13 @@ async def test_an_answer_nobody_asked_for_is_an_error_naming_the_executor() -> N
     workflow = WorkflowBuilder(start_executor=AgentExecutor(agent)).build()
     with pytest.raises(Exception, match="executor 'plain' got an answer to 'zz', which it did not ask"):
         await workflow.run(FunctionResultContent(call_id="zz", result=1))
+
+
+async def test_the_run_view_lists_what_a_waiting_run_waits_for() -> None:
+    workflow = reviewer_workflow()
+    result = await workflow.run("<b>draft</b>")
+    html = result._repr_mimebundle_()["text/html"]
+    rid = result.pending_requests[0].request_id
+    assert "waiting for an answer" in html and f"<code>{rid}</code>" in html
+    assert "Publish &#x27;&lt;b&gt;draft&lt;/b&gt;&#x27;?" in html and "<b>draft</b>" not in html
+    assert '<g class="n start waiting"' in html and 'class="status waiting"' in html  # the node and its column
