@@ -466,3 +466,23 @@ async def test_a_resumed_run_writes_only_the_messages_that_are_new(tmp_path: Pat
     # the 22 messages of the checkpoint are not written again; the two replies made anew are
     # (this checkpoint cannot know that a later one of the first run stored the same text)
     assert messages_in(log_rows(tmp_path)) == before + 2
+
+
+async def test_no_secret_of_a_client_or_its_options_reaches_a_checkpoint(tmp_path: Path) -> None:
+    secret = "sk-live-do-not-store-1234"
+    client = EchoChatClient()
+    client.api_key = secret  # type: ignore[attr-defined]
+    agent = ChatAgent(client, name="a", options={"api_key": secret, "extra_headers": {"Authorization": secret}})
+    workflow = WorkflowBuilder(start_executor=agent).build()
+    await workflow.run("hello", checkpoint_storage=FileCheckpointStorage(tmp_path), client_kwargs={"*": {"k": secret}})
+    assert secret not in (tmp_path / "checkpoints.jsonl").read_text()
+
+
+async def test_a_streamed_run_takes_the_same_checkpoints() -> None:
+    storage = InMemoryCheckpointStorage()
+    workflow, _ = chain(3, storage=storage)
+    events = [e async for e in workflow.run("hello", stream=True)]
+    assert [e.superstep for e in events if e.type == "checkpoint"] == [0, 1, 2, 3]
+    fresh, agents = chain(3)
+    await fresh.run(checkpoint_id=storage.list()[2].id, checkpoint_storage=storage)
+    assert [len(a.calls) for a in agents] == [0, 0, 1]

@@ -275,3 +275,11 @@ async def test_the_run_view_lists_what_a_waiting_run_waits_for() -> None:
     assert "waiting for an answer" in html and f"<code>{rid}</code>" in html
     assert "Publish &#x27;&lt;b&gt;draft&lt;/b&gt;&#x27;?" in html and "<b>draft</b>" not in html
     assert '<g class="n start waiting"' in html and 'class="status waiting"' in html  # the node and its column
+
+
+async def test_resuming_a_waiting_checkpoint_without_answers_lists_its_requests(tmp_path: Path) -> None:
+    first = await reviewer_workflow(FileCheckpointStorage(tmp_path)).run("the draft")
+    fresh = reviewer_workflow()
+    again = await fresh.run(checkpoint_id=first.checkpoint_id, checkpoint_storage=FileCheckpointStorage(tmp_path))
+    assert again.status == "waiting" and again.pending_requests == first.pending_requests
+    assert fresh.pending_requests == first.pending_requests and not [e for e in again.events if e.type == "warning"]
