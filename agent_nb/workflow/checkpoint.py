@@ -405,15 +405,20 @@ class Decoder:
         """The message at link ``key``."""
         return self._message(self._link(key)[1])
 
+    def _text(self, key: str, what: str) -> str:
+        """A stored text, checked against its hash."""
+        text = self.messages.get(key)
+        if text is None:
+            raise CheckpointError(f"{self.where} refers to {what} {key}, which its storage does not hold")
+        if message_hash(text) != key:
+            raise CheckpointError(f"{self.where}: {what} {key} was changed after it was written (its hash differs)")
+        return text
+
     def _message(self, mkey: str) -> Message:
         found = self._messages.get(mkey)
         if found is not None:
             return found
-        text = self.messages.get(mkey)
-        if text is None:
-            raise CheckpointError(f"{self.where} refers to message {mkey}, which its storage does not hold")
-        if message_hash(text) != mkey:
-            raise CheckpointError(f"{self.where}: message {mkey} was changed after it was written (its hash differs)")
+        text = self._text(mkey, "message")
         try:
             message = Message.model_validate_json(text)
         except ValueError as exc:
@@ -450,11 +455,7 @@ class Decoder:
         return conv
 
     def _blob(self, key: str) -> Any:
-        text = self.messages.get(key)
-        if text is None:
-            raise CheckpointError(f"{self.where} refers to the stored text {key}, which its storage does not hold")
-        if message_hash(text) != key:
-            raise CheckpointError(f"{self.where}: the stored text {key} was changed after it was written")
+        text = self._text(key, "the stored text")
         try:
             return json.loads(text)
         except ValueError as exc:

@@ -218,17 +218,21 @@ class AutoApprover(Executor):
         await ctx.send_message(UserInputResponseContent(request_id=request.request_id, approved=amount < 50))
 
 
+def looped(agent: ChatAgent, helper: Executor, **options: bool) -> Any:
+    """The agent, a helper that answers what it sends, and a writer after it."""
+    return (
+        WorkflowBuilder(start_executor=AgentExecutor(agent, options=AgentExecutorOptions(**options)))
+        .add_edge(agent.name, helper)
+        .add_edge(helper.id, agent.name)
+        .add_edge(agent.name, AgentExecutor(ChatAgent(MirrorChatClient(), name="writer")))
+        .build()
+    )
+
+
 async def test_intercepted_requests_are_answered_by_another_executor() -> None:
     call = FunctionCallContent(call_id="c1", name="refund", arguments={"order": "A7", "amount": 20.0})
     agent = ChatAgent(ScriptedChatClient([Message("assistant", [call]), "Done."]), name="support", tools=[refund])
-    options = AgentExecutorOptions(intercept_user_input_requests=True)
-    workflow = (
-        WorkflowBuilder(start_executor=AgentExecutor(agent, options=options))
-        .add_edge("support", AutoApprover("approver"))
-        .add_edge("approver", "support")
-        .add_edge("support", AgentExecutor(ChatAgent(MirrorChatClient(), name="writer")))
-        .build()
-    )
+    workflow = looped(agent, AutoApprover("approver"), intercept_user_input_requests=True)
     result = await workflow.run("refund A7")
     assert result.status == "completed" and result.pending_requests == ()
     assert refunds == [("A7", 20.0)] and result.get_outputs()[-2].text == "Done."
@@ -247,14 +251,7 @@ async def test_unterminated_function_calls_go_to_another_executor_and_come_back(
     call = FunctionCallContent(call_id="k1", name="stock", arguments={"sku": "X"})
     client = ScriptedChatClient([Message("assistant", [call]), "There are 42."])
     agent = ChatAgent(client, name="clerk")  # no tools: the call is for somebody else
-    options = AgentExecutorOptions(intercept_unterminated_function_calls=True)
-    workflow = (
-        WorkflowBuilder(start_executor=AgentExecutor(agent, options=options))
-        .add_edge("clerk", Lookup("lookup"))
-        .add_edge("lookup", "clerk")
-        .add_edge("clerk", AgentExecutor(ChatAgent(MirrorChatClient(), name="writer")))
-        .build()
-    )
+    workflow = looped(agent, Lookup("lookup"), intercept_unterminated_function_calls=True)
     result = await workflow.run("how many X?")
     assert result.get_outputs()[-2].text == "There are 42."
     assert client.requests[1][0][-1] == Message("tool", [FunctionResultContent(call_id="k1", result="stock says 42")])
