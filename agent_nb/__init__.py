@@ -90,9 +90,9 @@ if _typing.TYPE_CHECKING:
     from .portability import check_history, repair_history
     from .routing import FallbackChatClient, RoutingChatClient
     from .tools import FunctionTool, tool
+    from .workflow.checkpoint_files import FileCheckpointStorage
     from .workflow.checkpoint_storage import (
         CheckpointStorage,
-        FileCheckpointStorage,
         InMemoryCheckpointStorage,
         SQLiteCheckpointStorage,
     )
@@ -113,7 +113,7 @@ _LAZY = {
     "FunctionTool": "tools",
     "tool": "tools",
     "CheckpointStorage": "workflow.checkpoint_storage",
-    "FileCheckpointStorage": "workflow.checkpoint_storage",
+    "FileCheckpointStorage": "workflow.checkpoint_files",
     "InMemoryCheckpointStorage": "workflow.checkpoint_storage",
     "SQLiteCheckpointStorage": "workflow.checkpoint_storage",
 }

@@ -38,10 +38,10 @@ from .workflow import Workflow, WorkflowRunStream
 
 if TYPE_CHECKING:
     from .checkpoint import Checkpoint
+    from .checkpoint_files import FileCheckpointStorage
     from .checkpoint_storage import (
         CheckpointInfo,
         CheckpointStorage,
-        FileCheckpointStorage,
         InMemoryCheckpointStorage,
         SQLiteCheckpointStorage,
     )
@@ -51,7 +51,7 @@ _LAZY = {
     "Checkpoint": "checkpoint",
     "CheckpointInfo": "checkpoint_storage",
     "CheckpointStorage": "checkpoint_storage",
-    "FileCheckpointStorage": "checkpoint_storage",
+    "FileCheckpointStorage": "checkpoint_files",
     "InMemoryCheckpointStorage": "checkpoint_storage",
     "SQLiteCheckpointStorage": "checkpoint_storage",
 }

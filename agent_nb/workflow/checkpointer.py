@@ -13,7 +13,9 @@ from ..conversation import Conversation
 from ..errors import CheckpointError
 from ..sessions import AgentSession
 from ._types import flatten
-from .checkpoint import Checkpoint, Decoder, Encoder, dumps, graph_parts, graph_signature, known_types
+from .checkpoint import Checkpoint, dumps, graph_parts, graph_signature
+from .checkpoint_decoder import Decoder, known_types
+from .checkpoint_encoder import Encoder
 from .checkpoint_storage import CheckpointStorage, new_checkpoint_id
 from .requests import PendingRequest
 
