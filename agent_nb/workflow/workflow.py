@@ -219,6 +219,7 @@ class Workflow:
     def reset(self) -> None:
         """Forget every agent executor's cache and conversation, and any pending request: start afresh."""
         self._pending = {}
+        self._checkpointers = {}  # and the messages their encoders keep alive
         for ex in self.executors.values():
             reset = getattr(ex, "reset", None)
             if callable(reset):
