@@ -60,9 +60,9 @@ def graph_parts(workflow: Workflow) -> list[str]:
     return parts
 
 
-def graph_signature(workflow: Workflow) -> str:
+def graph_signature(parts: list[str]) -> str:
     """A hash of ``graph_parts``: a checkpoint resumes only in a workflow with the same one."""
-    return hashlib.sha256("\n".join(graph_parts(workflow)).encode()).hexdigest()[:16]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,8 +41,8 @@ class Checkpointer:
         self.storage = storage
         self.encoder = Encoder()
         self.last_id: str | None = None
-        self._signature = graph_signature(workflow)
         self._graph = graph_parts(workflow)
+        self._signature = graph_signature(self._graph)
         self._graph_blob: dict[str, str] | None = None  # stored once, on the first checkpoint
         self._memo: dict[str, tuple[dict[str, Any], dict[str, str], dict[str, AgentSession]]] = {}
         """executor id -> (its state at the last checkpoint, where that is stored, the sessions it holds)."""
@@ -61,12 +61,15 @@ class Checkpointer:
         executors: dict[str, Any] = {}
         sessions: dict[str, AgentSession] = {}
         recheck: set[str] = set()
+        previous = None  # the memo of the executor before: executors that never ran have the same state
         for eid, ex in workflow.executors.items():
             memo = self._memo.get(eid)
             if memo is None or touched is None or eid in touched:
                 state = ex.checkpoint_state()
                 if memo is not None and _same(memo[0], state):
                     recheck.update(memo[2])
+                elif memo is None and previous is not None and not previous[2] and _same(previous[0], state):
+                    memo = self._memo[eid] = previous
                 else:
                     enc.sessions, enc.where = {}, f"checkpoint of workflow {workflow.name!r}: executor {eid!r}"
                     stored = enc.blob(dumps(enc.value(state, "its state")))
@@ -74,6 +77,7 @@ class Checkpointer:
                     recheck.update(enc.sessions)
             executors[eid] = memo[1]
             sessions.update(memo[2])
+            previous = memo
         enc.sessions, enc.where = {}, f"checkpoint of workflow {workflow.name!r}"
         body = {
             "graph": self._graph_blob,
