@@ -8,6 +8,7 @@ already holds.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from .checkpoint_decoder import Decoder
 
 __all__ = ["Encoder"]
+
+_to_json = Message.__pydantic_serializer__.to_json
 
 
 class Encoder:
@@ -117,8 +120,9 @@ class Encoder:
             return key
         known = self._hashes.get(ident)
         if known is None:
-            text = message.model_dump_json()
-            known = self._hashes[ident] = (message, message_hash(text))
+            data = _to_json(message)  # what model_dump_json() gives, as bytes, without its wrapper's cost
+            known = self._hashes[ident] = (message, hashlib.sha256(data).hexdigest()[:32])
+            text = data.decode()
             if known[1] not in self._written:
                 self._written.add(known[1])
                 self._new_messages.append((known[1], text))
