@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test lint system-deps notebooks bench bench-quick clean
+.PHONY: demo test lint system-deps notebooks bench bench-quick bench-ours clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
@@ -40,19 +40,29 @@ test: lint system-deps
 notebooks: $(VENV)/.installed-dev
 	$(BIN)/jupyter execute --inplace notebooks/*.ipynb
 
-bench: $(VENV)/.installed
+# The peer (Microsoft Agent Framework) lives in its own virtual environment, beside agent_nb.
+BENCH_VENV := .venv-bench
+PEER := agent-framework-core==1.23.0 agent-framework-orchestrations==1.4.0
+
+$(BENCH_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --disable-pip-version-check -q -e . $(PEER)
+	touch $@
+
+# Both libraries on the reference workload, interleaved; writes bench/RESULTS.md and bench/scaling.png.
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/compare.py --write
+
+bench-quick: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/compare.py --quick
+
+# agent_nb's own benchmarks, one by one, with their targets.
+bench-ours: $(VENV)/.installed
 	$(BIN)/python bench/agent_nb_bench.py
 	$(BIN)/python bench/checkpoint_bench.py
 	$(BIN)/python bench/routing_bench.py
 	$(BIN)/python bench/display_bench.py
 	$(BIN)/python bench/harness_bench.py
 
-bench-quick: $(VENV)/.installed
-	$(BIN)/python bench/agent_nb_bench.py --quick
-	$(BIN)/python bench/checkpoint_bench.py --quick
-	$(BIN)/python bench/routing_bench.py --quick
-	$(BIN)/python bench/display_bench.py --quick
-	$(BIN)/python bench/harness_bench.py --quick
-
 clean:
-	rm -rf $(VENV) demo.html
+	rm -rf $(VENV) $(BENCH_VENV) demo.html

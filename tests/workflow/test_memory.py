@@ -41,3 +41,14 @@ async def test_a_full_chain_shares_one_conversation_log():
     result, _ = await run_chain(16, "full")
     logs = {id(s.sent[0].message.full_conversation._log) for s in result.trace}
     assert len(logs) == 1
+
+
+async def test_a_chain_of_n_agents_receives_what_the_reference_workload_counts():
+    """The contract's counts: full mode hands agent i the input and i replies; last_agent one message."""
+    for mode, expected in (("full", list(range(1, 9))), ("last_agent", [1] * 8)):
+        agents = [RecordingAgent(f"agent_{i:02d}") for i in range(8)]
+        executors = [AgentExecutor(a, context_mode=mode) for a in agents]
+        result = await WorkflowBuilder(start_executor=executors[0]).add_chain(executors).build().run("input")
+        assert [len(a.seen[0]) for a in agents] == expected
+        # superstep started and completed, invoked, output and completed per agent, plus start and end
+        assert len(result.events) == 5 * 8 + 2
