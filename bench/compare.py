@@ -257,6 +257,10 @@ async def interleaved(
     onces = {lib.name: make_once(lib) for lib in libs}
     for once in onces.values():  # one untimed run each: caches, first-use imports
         await once()
+    # What earlier configurations left alive (of either library) is set aside, so that the garbage
+    # collector, still on, walks only what this configuration makes.
+    gc.collect()
+    gc.freeze()
     per_round = budget.seconds / budget.rounds
     out: dict[str, tuple[list[float], list[float]]] = {lib.name: ([], []) for lib in libs}
     for r in range(budget.rounds):
@@ -272,6 +276,7 @@ async def interleaved(
                     break
             out[lib.name][0].extend(times)
             out[lib.name][1].append(statistics.median(times))
+    gc.unfreeze()
     return out
 
 
