@@ -9,7 +9,8 @@ AgentNbError
 │   ├── RouteNotFoundError      a route name the router does not have (also a KeyError)
 │   ├── ServiceManagedHistoryError  a route whose history lives on the service
 │   ├── RouteIncompatibleError  a history the chosen route would reject
-│   └── RequestError            a response to a pending request: unknown id or wrong type
+│   ├── RequestError            a response to a pending request: unknown id or wrong type
+│   └── CassetteError           a replayed request the cassette does not hold
 ├── CheckpointError             a checkpoint that cannot be written, read or resumed
 └── RunError                    a run failed; nothing it held was kept
     ├── StepFailed              an executor raised inside a superstep
@@ -41,6 +42,7 @@ __all__ = [
     "AgentNbError",
     "AllAttemptsFailed",
     "BudgetExceeded",
+    "CassetteError",
     "CheckpointError",
     "InputTypeError",
     "ModelBadRequest",
@@ -119,6 +121,10 @@ class CheckpointError(AgentNbError):
     def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
         super().__init__(message)
         self.checkpoint_id = checkpoint_id
+
+
+class CassetteError(UsageError):
+    """A replayed request that the cassette does not hold: missing, used up, or different from the recording."""
 
 
 class RequestError(UsageError):
