@@ -74,7 +74,7 @@ async def test_a_used_up_or_missing_cassette_says_what_to_do(tmp_path: Path) -> 
     with pytest.raises(CassetteError, match="holds 1 answers and all were replayed"):
         await agent.run("hi")
         await agent.run("hi")
-    with pytest.raises(CassetteError, match="there is no cassette at .* record it first"):
+    with pytest.raises(CassetteError, match=r"there is no cassette at .* record it first"):
         ReplayChatClient(tmp_path / "none.json")
     (tmp_path / "bad.json").write_text('{"format": 9, "interactions": []}')
     with pytest.raises(CassetteError, match="not one this agent_nb reads"):
