@@ -28,6 +28,13 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _nbval_config(args: argparse.Namespace) -> int:
+    from .testing import nbval_config_path
+
+    print(nbval_config_path())
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``agent-nb``; returns the exit status."""
     from . import __version__
@@ -39,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--html", default="demo.html", help="where to write the HTML view ('' for none)")
     demo.add_argument("--width", type=int, default=100, help="width of the text report")
     demo.set_defaults(run=_demo)
+    nbval = commands.add_parser("nbval-config", help="print the path of the nbval sanitize file for agent_nb's outputs")
+    nbval.set_defaults(run=_nbval_config)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

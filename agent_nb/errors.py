@@ -10,7 +10,8 @@ AgentNbError
 │   ├── ServiceManagedHistoryError  a route whose history lives on the service
 │   ├── RouteIncompatibleError  a history the chosen route would reject
 │   ├── RequestError            a response to a pending request: unknown id or wrong type
-│   └── CassetteError           a replayed request the cassette does not hold
+│   ├── CassetteError           a replayed request the cassette does not hold
+│   └── RealModelCallBlocked    a real model called where calls are refused (tests)
 ├── CheckpointError             a checkpoint that cannot be written, read or resumed
 └── RunError                    a run failed; nothing it held was kept
     ├── StepFailed              an executor raised inside a superstep
@@ -50,6 +51,7 @@ __all__ = [
     "ModelRateLimited",
     "ModelTimeout",
     "ModelUnavailable",
+    "RealModelCallBlocked",
     "RequestError",
     "RouteIncompatibleError",
     "RouteNotFoundError",
@@ -125,6 +127,10 @@ class CheckpointError(AgentNbError):
 
 class CassetteError(UsageError):
     """A replayed request that the cassette does not hold: missing, used up, or different from the recording."""
+
+
+class RealModelCallBlocked(UsageError):
+    """A real model was called where calls are refused (a test, a notebook under test)."""
 
 
 class RequestError(UsageError):

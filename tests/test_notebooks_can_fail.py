@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
+SANITIZE = ROOT / "agent_nb" / "testing" / "nbval_sanitize.cfg"
 
 
 def nbval(path: Path) -> subprocess.CompletedProcess[str]:

@@ -27,6 +27,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.real_model)
+            item.add_marker(pytest.mark.allow_model_calls)  # a real model, on loopback
 
 
 def _free_port() -> int:

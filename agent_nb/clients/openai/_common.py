@@ -152,7 +152,10 @@ class OpenAIClientBase:
 
     @property
     def sdk(self) -> AsyncOpenAI:
-        """The SDK's async client (made on first use)."""
+        """The SDK's async client (made on first use); every call to the service goes through here."""
+        from ..guard import check
+
+        check(self)
         if self._client is None:
             openai = sdk_module()
             kwargs: dict[str, Any] = {"api_key": self._key(), "max_retries": self._max_retries}
