@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test lint system-deps notebooks bench bench-quick bench-ours clean
+.PHONY: demo test lint system-deps notebooks cassettes bench bench-quick bench-ours clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
@@ -24,7 +24,7 @@ demo: $(VENV)/.installed
 	$(BIN)/agent-nb demo
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check agent_nb tests bench
+	$(BIN)/ruff check agent_nb tests bench notebooks/cassettes
 	$(BIN)/mypy
 
 # The browser tests drive Debian's chromium (Playwright's own browser download is not used).
@@ -39,6 +39,10 @@ test: lint system-deps
 # Re-execute the notebooks and store their outputs (what nbval compares against).
 notebooks: $(VENV)/.installed-dev
 	$(BIN)/jupyter execute --inplace notebooks/*.ipynb
+
+# Record the real-models notebook's cassettes again, against the local model on loopback.
+cassettes: $(VENV)/.installed-dev
+	$(BIN)/python notebooks/cassettes/record.py
 
 # The peer (Microsoft Agent Framework) lives in its own virtual environment, beside agent_nb.
 BENCH_VENV := .venv-bench

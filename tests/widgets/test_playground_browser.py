@@ -1,4 +1,4 @@
-"""The playground in a real browser: JupyterLab and Voila serve notebooks/05_playground.ipynb.
+"""The playground in a real browser: JupyterLab and Voila serve notebooks/03_playground.ipynb.
 
 Headless Debian chromium types a message, presses Send, switches the route and an agent's
 context mode, and reads what the page shows. Screenshots go to $AGENT_NB_ARTIFACTS (or the
@@ -26,7 +26,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "notebooks" / "05_playground.ipynb"
+NOTEBOOK = ROOT / "notebooks" / "03_playground.ipynb"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip

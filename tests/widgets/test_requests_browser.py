@@ -1,4 +1,4 @@
-"""The requests form in a real browser: Voila serves notebooks/06_checkpoints.ipynb.
+"""The requests form in a real browser: Voila serves notebooks/05_checkpoints.ipynb.
 
 Headless Debian chromium finds the pending refund, clicks Approve, and reads the outcome the
 form shows. The screenshot goes to $AGENT_NB_ARTIFACTS (or the test's temporary directory).
@@ -23,7 +23,7 @@ from tests.widgets.test_playground_browser import (  # noqa: F401 - the page fix
     served,
 )
 
-NOTEBOOK = ROOT / "notebooks" / "06_checkpoints.ipynb"
+NOTEBOOK = ROOT / "notebooks" / "05_checkpoints.ipynb"
 pytestmark = pytest.mark.browser
 
 
