@@ -221,3 +221,22 @@ async def test_a_real_model_as_the_orchestrator_also_answers_again_what_a_topic_
     writers = [m.author_name for m in shop.transcript if m.role == "assistant"]
     assert writers == ["opening_hours", "orchestrator"]  # the model chose the topic, then answered again
     assert "answer shown but not returned" in shop.gaps().kinds()
+
+
+async def test_a_cassette_recorded_from_the_real_model_replays_it(model_server, tmp_path):
+    from agent_nb.clients.replay import RecordingChatClient, ReplayChatClient
+
+    path = tmp_path / "gemma.json"
+    real = OpenAIChatClient("gemma", base_url=model_server, max_tokens=12, seed=1, **SETTINGS)
+    recorded = ChatAgent(RecordingChatClient(real, path), name="a", history=InMemoryHistoryProvider())
+    session = recorded.create_session()
+    first = (await recorded.run("Name a colour.", session=session)).text
+    streamed = "".join([u.text async for u in recorded.run("Another one.", session=session, stream=True)])
+    await real.aclose()
+
+    replayed = ChatAgent(ReplayChatClient(path), name="a", history=InMemoryHistoryProvider())
+    again = replayed.create_session()
+    assert (await replayed.run("Name a colour.", session=again)).text == first
+    assert "".join([u.text async for u in replayed.run("Another one.", session=again, stream=True)]) == streamed
+    kinds = [("chunks" in i, i["request"]["stream"]) for i in json.loads(path.read_text())["interactions"]]
+    assert kinds == [(False, False), (True, True)]
