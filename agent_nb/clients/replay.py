@@ -50,16 +50,26 @@ RECORD_VARIABLE = "AGENT_NB_RECORD"
 def cassette_client(path: str | os.PathLike[str], real: Callable[[], ChatClient], *, record: bool | None = None) -> Any:
     """A client that replays ``path``, or, when recording, calls ``real()`` and writes ``path``.
 
-    ``record=None`` follows the environment: ``AGENT_NB_RECORD=1`` records.
+    ``record=None`` follows the environment: ``AGENT_NB_RECORD=1`` records. ``real()`` is called in
+    both cases (making a client sends nothing): the replay then checks that the recording was made
+    with the same model, and declares the real client's capabilities and history mode.
     """
     if record is None:
         record = os.environ.get(RECORD_VARIABLE, "") in ("1", "true", "yes")
+    client = real()
     if record:
-        return RecordingChatClient(real(), path)
-    return ReplayChatClient(path)
+        return RecordingChatClient(client, path)
+    return ReplayChatClient(
+        path,
+        model=getattr(client, "model", None),
+        capabilities=capabilities_of(client),
+        history_mode=history_mode_of(client),
+    )
 
 
-def request_of(messages: Sequence[Message], options: Mapping[str, Any] | None, *, stream: bool) -> dict[str, Any]:
+def request_of(
+    messages: Sequence[Message], options: Mapping[str, Any] | None, *, stream: bool, model: str | None
+) -> dict[str, Any]:
     """What a cassette stores of a request, in a form that compares exactly."""
     opts: dict[str, Any] = {}
     for key, value in sorted((options or {}).items()):
@@ -67,6 +77,7 @@ def request_of(messages: Sequence[Message], options: Mapping[str, Any] | None, *
             value = [t.schema() if hasattr(t, "schema") else t for t in value]
         opts[key] = to_jsonable_python(value, fallback=lambda v: f"<{type(v).__name__}>")
     return {
+        "model": model,
         "stream": stream,
         "messages": [m.model_dump(mode="json", exclude_none=True) for m in messages],
         "options": opts,
@@ -156,7 +167,7 @@ class RecordingChatClient:
         *,
         session: AgentSession | None = None,
     ) -> ChatResponse:
-        request = request_of(messages, options, stream=False)
+        request = request_of(messages, options, stream=False, model=getattr(self.inner, "model", None))
         response = await self.inner.get_response(messages, options, session=session)
         self._keep(request, {"response": response.model_dump(mode="json", exclude_none=True)})
         return response
@@ -168,7 +179,7 @@ class RecordingChatClient:
         *,
         session: AgentSession | None = None,
     ) -> AsyncIterator[ChatResponseUpdate]:
-        request = request_of(messages, options, stream=True)
+        request = request_of(messages, options, stream=True, model=getattr(self.inner, "model", None))
         chunks = []
         async for update in self.inner.get_streaming_response(messages, options, session=session):
             chunks.append(update.model_dump(mode="json", exclude_none=True))
@@ -186,11 +197,14 @@ class ReplayChatClient:
         self,
         path: str | os.PathLike[str],
         *,
+        model: str | None = None,
         capabilities: Capabilities | None = None,
         history_mode: HistoryMode = "caller",
     ) -> None:
         self._cassette = _Cassette(path)
         self.interactions = self._cassette.read()
+        self.model = model
+        """The model the recording must have been made with; ``None`` accepts the recorded one."""
         self.used = 0
         self.capabilities = capabilities or Capabilities()
         self.history_mode = history_mode
@@ -203,6 +217,8 @@ class ReplayChatClient:
                 f"has none. Record again with {RECORD_VARIABLE}=1, or check why the code asks the model once more"
             )
         recorded = self.interactions[self.used]
+        if self.model is None:
+            request["model"] = recorded["request"].get("model")
         if not _matches(recorded["request"], _redact(request)):
             diff = _diff(recorded["request"], _redact(request))
             raise CassetteError(
@@ -219,7 +235,7 @@ class ReplayChatClient:
         *,
         session: AgentSession | None = None,
     ) -> ChatResponse:
-        recorded = self._next(request_of(messages, options, stream=False))
+        recorded = self._next(request_of(messages, options, stream=False, model=self.model))
         return ChatResponse.model_validate(recorded["response"])
 
     async def get_streaming_response(
@@ -229,7 +245,7 @@ class ReplayChatClient:
         *,
         session: AgentSession | None = None,
     ) -> AsyncIterator[ChatResponseUpdate]:
-        recorded = self._next(request_of(messages, options, stream=True))
+        recorded = self._next(request_of(messages, options, stream=True, model=self.model))
         for chunk in recorded["chunks"]:
             yield ChatResponseUpdate.model_validate(chunk)
 

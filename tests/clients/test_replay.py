@@ -118,6 +118,25 @@ def test_one_switch_moves_from_replay_to_record(tmp_path: Path, monkeypatch: pyt
         return script()
 
     assert isinstance(cassette_client(path, real, record=True), RecordingChatClient)
-    assert isinstance(cassette_client(path, real), ReplayChatClient) and made == ["real"]
+    assert isinstance(cassette_client(path, real), ReplayChatClient)  # made too: it sends nothing
     monkeypatch.setenv("AGENT_NB_RECORD", "1")
-    assert isinstance(cassette_client(path, real), RecordingChatClient) and made == ["real", "real"]
+    assert isinstance(cassette_client(path, real), RecordingChatClient) and made == ["real"] * 3
+
+
+async def test_a_replay_checks_the_model_and_speaks_for_the_real_client(tmp_path: Path) -> None:
+    from agent_nb import Capabilities
+
+    path = tmp_path / "m.json"
+    recorder = cassette_client(path, lambda: ScriptedChatClient(["ok"]), record=True)
+    await ChatAgent(recorder, name="a").run("hi")
+
+    def other() -> ScriptedChatClient:
+        client = ScriptedChatClient([], capabilities=Capabilities(images=False), history_mode="caller")
+        client.model = "another-model"
+        return client
+
+    replay = cassette_client(path, other)
+    assert replay.capabilities.images is False  # routing checks a replayed route as it would the real one
+    with pytest.raises(CassetteError, match='- "model": "scripted",\n\\+ "model": "another-model"'):
+        await ChatAgent(replay, name="a").run("hi")
+    assert (await ChatAgent(cassette_client(path, lambda: ScriptedChatClient([])), name="a").run("hi")).text == "ok"
