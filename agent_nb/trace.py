@@ -247,7 +247,7 @@ class Trace(Sequence[ContextSnapshot]):
         body = max(width - 14, 20)
 
         def add(label: str, text: str) -> None:
-            lines.append(f"    {label:<10}{shorten(text, body)}")
+            lines.append(f"    {label:<9} {shorten(text, body)}")  # a label of ten letters keeps its space
 
         def listing(mark: str, messages: Sequence[Message], was: Sequence[Message] = ()) -> None:
             for i, m in enumerate(messages):

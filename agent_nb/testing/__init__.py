@@ -79,7 +79,7 @@ def assert_context(
         if found:
             problems.append(f"message {', '.join(map(str, found))} contains {text!r}")
     if count is not None and len(texts) != count:
-        problems.append(f"it holds {len(texts)} messages, not {count}")
+        problems.append(f"it holds {len(texts)} message{'' if len(texts) == 1 else 's'}, not {count}")
     if problems:
         report = Trace([snapshot], (executor_id,)).to_text()
         raise AssertionError(f"the context of {executor_id!r}: {'; '.join(problems)}. It was:\n{report}")

@@ -28,6 +28,7 @@ def main() -> None:
 
     params = xllamacpp.CommonParams()
     params.model.path = args.model
+    params.model_alias = {"gemma-3-270m"}  # what answers say they came from (not a path on this machine)
     params.hostnames = ["127.0.0.1"]
     params.port = args.port
     params.n_ctx = args.ctx

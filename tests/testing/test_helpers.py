@@ -29,7 +29,7 @@ async def test_assert_context_fails_showing_the_executors_context() -> None:
     with pytest.raises(AssertionError) as caught:
         assert_context(result.trace, "writer", contains="budget", count=3)
     text = str(caught.value)
-    assert "no message contains 'budget'" in text and "it holds 1 messages, not 3" in text
+    assert "no message contains 'budget'" in text and "it holds 1 message, not 3" in text
     assert "writer · agent · context_mode=last_agent" in text  # the context, as the trace reports it
     with pytest.raises(AssertionError, match="message 1 contains 'I see'"):
         assert_context(result, "writer", excludes="I see")
