@@ -77,11 +77,13 @@ class Findings(Sequence[Finding]):
     def to_text(self, *, width: int = 110) -> str:
         if not self._items:
             return "no gaps found: no duplicate or missed answers"
+        import textwrap
+
         lines = []
-        for f in self._items:
-            lines.append(shorten(str(f), width))
-            lines.append(shorten(f"    evidence: {', '.join(f.evidence)}", width))
-            lines.append(shorten(f"    remedy: {f.remedy}", width))
+        for f in self._items:  # wrapped, never cut: the remedy is the point of the report
+            lines += textwrap.wrap(str(f), width, subsequent_indent="    ")
+            lines += textwrap.wrap(f"    evidence: {', '.join(f.evidence)}", width, subsequent_indent="              ")
+            lines += textwrap.wrap(f"    remedy: {f.remedy}", width, subsequent_indent="            ")
         return "\n".join(lines)
 
     def __str__(self) -> str:
