@@ -162,10 +162,12 @@ def hop_fields(times: list[float], n: int, agent_us: float) -> dict[str, Any]:
     }
 
 
-async def measure_memory(start: Callable[[], Coroutine[Any, Any, Any]]) -> tuple[Any, dict[str, int]]:
-    """Run once under tracemalloc; count the Message objects created and still alive with the result."""
+async def measure_memory(
+    start: Callable[[], Coroutine[Any, Any, Any]], message_type: type = Message
+) -> tuple[Any, dict[str, int]]:
+    """Run once under tracemalloc; count the message objects created and still alive with the result."""
     gc.collect()
-    old = [o for o in gc.get_objects() if isinstance(o, Message)]  # held, so their ids are not reused
+    old = [o for o in gc.get_objects() if isinstance(o, message_type)]  # held, so their ids are not reused
     old_ids = {id(o) for o in old}
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
@@ -173,7 +175,7 @@ async def measure_memory(start: Callable[[], Coroutine[Any, Any, Any]]) -> tuple
     gc.collect()
     current, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    live = sum(1 for o in gc.get_objects() if isinstance(o, Message) and id(o) not in old_ids)
+    live = sum(1 for o in gc.get_objects() if isinstance(o, message_type) and id(o) not in old_ids)
     return result, {
         "peak_bytes": peak - base,
         "retained_with_result_bytes": current - base,

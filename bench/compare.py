@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -352,21 +351,6 @@ async def section_chains(budget: Budget, sizes: tuple[int, ...], *, stream: bool
     return per_hop
 
 
-async def census(lib: Library, start: Callable[[], Awaitable[Any]]) -> tuple[Any, dict[str, int]]:
-    """Run once under tracemalloc; count the message objects created and still alive with the result."""
-    gc.collect()
-    old = [o for o in gc.get_objects() if isinstance(o, lib.message)]
-    old_ids = {id(o) for o in old}
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    result = await start()
-    gc.collect()
-    current, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    live = sum(1 for o in gc.get_objects() if isinstance(o, lib.message) and id(o) not in old_ids)
-    return result, {"peak": peak - base, "retained": current - base, "live": live}
-
-
 async def section_growth(sizes: tuple[int, ...]) -> None:
     for n in sizes:
         for mode in MODES:
@@ -376,9 +360,17 @@ async def section_growth(sizes: tuple[int, ...]) -> None:
                 await lib.run(warm, INPUT)
                 agents = lib.make_agents(n)
                 workflow = lib.chain(agents, mode)
-                result, mem = await census(lib, lambda lib=lib, workflow=workflow: lib.run(workflow, INPUT))
+                result, mem = await ours.measure_memory(
+                    lambda lib=lib, workflow=workflow: lib.run(workflow, INPUT), lib.message
+                )
                 received = [a.received[0] for a in agents]
-                rows[lib.name] = {**mem, "last": received[-1], "sum": sum(received)}
+                rows[lib.name] = {
+                    "peak": mem["peak_bytes"],
+                    "retained": mem["retained_with_result_bytes"],
+                    "live": mem["live_message_objs_with_result"],
+                    "last": received[-1],
+                    "sum": sum(received),
+                }
                 del result
             for key, what, unit in (
                 ("last", "messages the last agent received", ""),
