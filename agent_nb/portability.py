@@ -29,7 +29,7 @@ class Problem:
     """One thing a route would reject, and where."""
 
     index: int
-    """Position of the message in the request."""
+    """Position of the message in the request, from 0 (in words, messages are numbered from 1, as in traces)."""
     kind: str
     """``orphan_result``, ``unanswered_call``, ``misplaced``, ``tools``, ``images``, ``system``, ``call_id``
     or ``context``."""
@@ -39,7 +39,7 @@ class Problem:
     """Which content of the message, for problems about one content."""
 
     def __str__(self) -> str:
-        return f"message {self.index}: {self.detail}"
+        return f"message {self.index + 1}: {self.detail}"
 
 
 def describe_message(m: Message) -> str:
@@ -95,7 +95,7 @@ class HistoryScan:
                 if role == "system" and not caps.system_messages:
                     problems.append(Problem(i, "system", f"{describe_message(m)}: this route takes no system messages"))
                 if open_calls:
-                    self._unanswered(f"message {i} ({role}) comes before its result")
+                    self._unanswered(f"message {i + 1} ({role}) comes before its result")
                 continue
             self._feed_one(i, m)
         self.count += len(messages)
@@ -130,7 +130,7 @@ class HistoryScan:
                     problems.append(Problem(i, "orphan_result", detail, c.call_id, position))
             return
         if open_calls:
-            self._unanswered(f"message {i} ({m.role}) comes before its result")
+            self._unanswered(f"message {i + 1} ({m.role}) comes before its result")
         for position, c in enumerate(m.contents):
             if c.type == "function_result":
                 detail = f"tool result {c.call_id!r} is in a {m.role} message"

@@ -155,7 +155,7 @@ async def test_an_incompatible_history_is_refused_naming_the_messages():
         await agent.run("and tomorrow?", session=s)
     text = str(info.value)
     assert "route 'plain' would reject this conversation (2 problems)" in text
-    assert 'message 1: assistant from a "function_call": a tool exchange, but this route has no tools' in text
+    assert 'message 2: assistant from a "function_call": a tool exchange, but this route has no tools' in text
     assert "history_policy='repair'" in text and "Nothing was sent" in text
     assert [p.index for p in info.value.problems] == [1, 2]
     assert len(await history.load(s)) == 4
