@@ -8,8 +8,8 @@ client = cassette_client("cassettes/trip.json", lambda: OpenAIChatClient("gemma"
 
 It replays from the file, with no network; ``AGENT_NB_RECORD=1`` in the environment (or
 ``record=True``) calls the real client instead and writes what it answered. A cassette is JSON:
-each request (messages, options, tools, streamed or not) and its answer (the response, or every
-streamed chunk). A request that does not match the next recorded one fails with a diff and the
+each request (the model, messages, options, tools, streamed or not) and its answer (the response,
+or every streamed chunk). A request that does not match the next recorded one fails with a diff and the
 way to record again. Nothing secret is written: option keys that name a key, token, secret,
 password or authorisation are redacted, and so is every known secret wherever it appears (the
 client's own API key, ``OPENAI_API_KEY``, and any ``secrets=`` given).
