@@ -17,7 +17,9 @@ from ..errors import RealModelCallBlocked
 __all__ = ["allowing_real_models", "check", "refusing_real_models"]
 
 _refusals: list[str] = []
-"""Why calls are refused now (innermost last); empty: they are allowed."""
+"""Why calls are refused now (innermost last); empty: the environment decides."""
+_ALLOWED = "allowed"
+"""A refusal that is not one: ``allowing_real_models`` pushes it."""
 
 
 def _from_environment() -> str | None:
@@ -37,9 +39,6 @@ def check(client: object) -> None:
             "cassette (agent_nb.clients.replay.cassette_client; record one with AGENT_NB_RECORD=1), use an "
             "offline client, or mark the test @pytest.mark.allow_model_calls"
         )
-
-
-_ALLOWED = "allowed"
 
 
 @contextlib.contextmanager
