@@ -9,9 +9,9 @@ print(result.trace)
 ```
 """
 
-import importlib as _importlib
 import typing as _typing
 
+from ._lazy import lazy_exports as _lazy_exports
 from .agents import ChatAgent, SupportsAgentRun
 from .clients import (
     Capabilities,
@@ -64,8 +64,8 @@ from .messages import (
     UserInputRequestContent,
     UserInputResponseContent,
 )
-from .nb import run_sync
 from .sessions import AgentSession
+from .sync import run_sync
 from .trace import ContextSnapshot, Trace
 from .workflow import (
     AgentExecutor,
@@ -89,12 +89,11 @@ from .workflow import (
 
 if _typing.TYPE_CHECKING:
     from .history import ChatHistoryProvider, InMemoryHistoryProvider, SQLiteHistoryProvider
-    from .portability import check_history, repair_history
-    from .routing import FallbackChatClient, RoutingChatClient
+    from .routing import FallbackChatClient, RoutingChatClient, check_history, repair_history
     from .tools import FunctionTool, tool
-    from .workflow.checkpoint_files import FileCheckpointStorage
-    from .workflow.checkpoint_storage import (
+    from .workflow.checkpoints import (
         CheckpointStorage,
+        FileCheckpointStorage,
         InMemoryCheckpointStorage,
         SQLiteCheckpointStorage,
     )
@@ -104,34 +103,25 @@ __version__ = "0.1.0"
 # Loaded on first use, so `from agent_nb import WorkflowBuilder` does not pay for SQLite,
 # routing and tool schemas (see bench/: import time is one of the measured targets). For the
 # same reason asyncio itself is imported where it is used, not at the top of a module.
-_LAZY = {
-    "ChatHistoryProvider": "history",
-    "InMemoryHistoryProvider": "history",
-    "SQLiteHistoryProvider": "history",
-    "FallbackChatClient": "routing",
-    "RoutingChatClient": "routing",
-    "check_history": "portability",
-    "repair_history": "portability",
-    "FunctionTool": "tools",
-    "tool": "tools",
-    "CheckpointStorage": "workflow.checkpoint_storage",
-    "FileCheckpointStorage": "workflow.checkpoint_files",
-    "InMemoryCheckpointStorage": "workflow.checkpoint_storage",
-    "SQLiteCheckpointStorage": "workflow.checkpoint_storage",
-}
-
-
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agent_nb' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    globals(),
+    {
+        "ChatHistoryProvider": "history",
+        "InMemoryHistoryProvider": "history",
+        "SQLiteHistoryProvider": "history",
+        "FallbackChatClient": "routing",
+        "RoutingChatClient": "routing",
+        "check_history": "routing",
+        "repair_history": "routing",
+        "FunctionTool": "tools",
+        "tool": "tools",
+        "CheckpointStorage": "workflow.checkpoints",
+        "FileCheckpointStorage": "workflow.checkpoints",
+        "InMemoryCheckpointStorage": "workflow.checkpoints",
+        "SQLiteCheckpointStorage": "workflow.checkpoints",
+    },
+)
 
 
 __all__ = [

@@ -310,6 +310,6 @@ class Dialogue:
 
     def to_html(self) -> str:
         """A standalone page: the transcript with the route and modes of each turn, and each turn's run view."""
-        from .display.dialogue import dialogue_page
+        from .display.transcript import dialogue_page
 
         return dialogue_page(self)

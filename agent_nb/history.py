@@ -14,7 +14,6 @@ agent = ChatAgent(router, name="assistant", history=history)
 from __future__ import annotations
 
 import gc
-import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from pydantic import TypeAdapter
 
 from .messages import Message
 from .sessions import AgentSession
+from .sqlite import connect, transaction
 
 __all__ = ["ChatHistoryProvider", "InMemoryHistoryProvider", "SQLiteHistoryProvider"]
 
@@ -142,7 +142,7 @@ class InMemoryHistoryProvider:
 class SQLiteHistoryProvider:
     """Durable history in one SQLite file: many sessions, each isolated, one transaction per turn.
 
-    The file uses write-ahead logging (readers never block the writer) with full sync, so a
+    The file is opened durable (``agent_nb.sqlite``: write-ahead log, every commit synced), so a
     committed turn survives a crash or a power cut, and a new provider on the same path (or
     another process) sees every saved turn. Sessions are append-only: a load reads only the
     rows added since this provider last read the session. Calls are short and run on the
@@ -153,10 +153,8 @@ class SQLiteHistoryProvider:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._parsed = _Parsed()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db = connect(self.path, durable=True)
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS agent_nb_messages ("
                 " session_id TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL,"
@@ -194,21 +192,14 @@ class SQLiteHistoryProvider:
         if not messages:
             return
         rows = [m.model_dump_json() for m in messages]
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                (last,) = db.execute(
-                    "SELECT COALESCE(MAX(seq), -1) FROM agent_nb_messages WHERE session_id = ?", (session.session_id,)
-                ).fetchone()
-                db.executemany(
-                    "INSERT INTO agent_nb_messages (session_id, seq, message) VALUES (?, ?, ?)",
-                    [(session.session_id, last + 1 + i, row) for i, row in enumerate(rows)],
-                )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self._lock, transaction(self._db) as db:
+            (last,) = db.execute(
+                "SELECT COALESCE(MAX(seq), -1) FROM agent_nb_messages WHERE session_id = ?", (session.session_id,)
+            ).fetchone()
+            db.executemany(
+                "INSERT INTO agent_nb_messages (session_id, seq, message) VALUES (?, ?, ?)",
+                [(session.session_id, last + 1 + i, row) for i, row in enumerate(rows)],
+            )
         cached = self._parsed.get(session.session_id)
         if cached is not None and len(cached[1]) == last + 1:  # the cache was current: extend it
             self._parsed.put(session.session_id, None, [*cached[1], *messages])

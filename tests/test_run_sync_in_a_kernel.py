@@ -7,7 +7,7 @@ from jupyter_client.manager import start_new_kernel
 CELLS = [
     "import asyncio\n"
     "from agent_nb import ChatAgent, EchoChatClient, WorkflowBuilder\n"
-    "from agent_nb.nb import run_sync\n"
+    "from agent_nb.sync import run_sync\n"
     "wf = WorkflowBuilder(start_executor=ChatAgent(EchoChatClient(), name='e')).build()\n"
     "for _ in range(3):\n"
     "    run_sync(asyncio.sleep(0.05))  # a coroutine that waits: the kernel could get a word in\n"

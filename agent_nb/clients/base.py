@@ -15,12 +15,21 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from ..errors import ServiceManagedHistoryError
 from ..messages import ChatResponse, ChatResponseUpdate, Message, Usage, estimate_tokens
 
 if TYPE_CHECKING:
     from ..sessions import AgentSession
 
-__all__ = ["Capabilities", "ChatClient", "HistoryMode", "OfflineChatClient", "capabilities_of", "history_mode_of"]
+__all__ = [
+    "Capabilities",
+    "ChatClient",
+    "HistoryMode",
+    "OfflineChatClient",
+    "capabilities_of",
+    "history_mode_of",
+    "refuse_service_managed",
+]
 
 _WORDS = re.compile(r"\s*\S+|\s+")
 
@@ -75,6 +84,17 @@ def history_mode_of(client: object) -> HistoryMode:
     if mode not in ("caller", "service"):
         raise ValueError(f"{type(client).__name__}.history_mode must be 'caller' or 'service', not {mode!r}")
     return "service" if mode == "service" else "caller"
+
+
+def refuse_service_managed(what: str, client: object) -> None:
+    """Refuse ``client`` as a route (``what`` names it): its conversation lives on the service."""
+    if history_mode_of(client) == "service":
+        raise ServiceManagedHistoryError(
+            f"{what} ({type(client).__name__}) keeps its conversation on the service, behind an id that "
+            "no other route can use, so switching away from it would lose the history. Use it with "
+            "caller-managed history instead (for OpenAIResponsesClient: store=False), or import the "
+            "conversation first (agent_nb.clients.openai.import_conversation) and route from there."
+        )
 
 
 def capabilities_of(client: object) -> Capabilities:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..messages import Message, estimate_tokens
-from ..trace import ContextSnapshot, Trace, describe_state, describe_value
+from ..trace import ContextSnapshot, Trace
+from ..trace.text import describe_state, describe_value
 from .html import Theme, bubble, container, escape, fold_list
 
 __all__ = ["columns_html", "snapshot_html", "trace_html"]

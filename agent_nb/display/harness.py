@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..facts import matcher, strings_of
 from ..messages import Message
-from ..trace import message_body, message_line
+from ..trace.text import message_body, message_line
+from ..trace.who_has import matcher, strings_of
 from .bundle import mimebundle
 from .html import bubble, fold_list
 

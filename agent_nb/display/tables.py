@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from .html import container, escape
 
 if TYPE_CHECKING:
-    from ..facts import ContextTable, FactTable
     from ..harness.gaps import Findings
+    from ..trace.who_has import ContextTable, FactTable
 
 __all__ = ["context_table_html", "fact_table_html", "findings_html"]
 
@@ -38,7 +38,7 @@ def context_table_html(table: ContextTable) -> str:
     for viewpoint, kind, marks in table.rows():
         cells = "".join(f'<td class="{"yes" if m.strip("·") else "no"}">{escape(m)}</td>' for m in marks)
         body.append(f'<tr><th>{escape(viewpoint)} <span class="meta">{escape(kind)}</span></th>{cells}</tr>')
-    from ..facts import LEGEND
+    from ..trace.who_has import LEGEND
 
     legend = f'<div class="meta">{escape(LEGEND)}</div>'
     return container(f"<table><tr><th>viewpoint</th>{head}</tr>{''.join(body)}</table>{legend}")

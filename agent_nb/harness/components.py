@@ -20,8 +20,8 @@ from typing import Any
 from ..tools import FunctionTool, ToolArgumentsError
 from ..workflow import Executor, WorkflowContext, handler
 from .calls import ComponentCall, ComponentResult
-from .desk import Desk
-from .words import best_passage, content_words
+from .matching import best_passage, content_words
+from .state import Desk
 
 __all__ = ["Component", "Input", "Knowledge", "Tool"]
 

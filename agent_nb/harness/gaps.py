@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from ..contents import shorten
-from ..facts import strings_of
 from ..messages import Message
 from ..trace import ContextSnapshot, Trace
+from ..trace.who_has import strings_of
 from .calls import ComponentCall, ComponentResult, click_of
+from .matching import SIMILAR, content_words, mentions
 from .planners import NO_ANSWER, Answer, Call
-from .words import SIMILAR, content_words, mentions
 
 __all__ = ["KINDS", "Finding", "Findings", "find_gaps"]
 

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..contents import UserInputResponseContent
 from ..errors import UsageError, did_you_mean
 from ..messages import Message
-from ..trace import Trace, message_line
+from ..trace import Trace
+from ..trace.text import message_line
 from ..workflow import Executor, RunResult, Workflow, WorkflowBuilder
 from .calls import UserInput
-from .desk import CHAT, IDS, MODE, SANDBOX, SETTINGS, TURN, WAITING
 from .orchestrator import Orchestrator, OrchestratorState
+from .state import CHAT, IDS, MODE, SANDBOX, SETTINGS, TURN, WAITING
 
 if TYPE_CHECKING:
     from ..display.harness import HarnessView
@@ -130,12 +131,12 @@ class Harness:
 
     def send_sync(self, text: str) -> Turn:
         """``send`` for code that cannot ``await``."""
-        from ..nb import run_sync
+        from ..sync import run_sync
 
         return run_sync(self.send(text))
 
     def click_sync(self, action: str) -> Turn:
-        from ..nb import run_sync
+        from ..sync import run_sync
 
         return run_sync(self.click(action))
 

@@ -25,13 +25,13 @@ from ..contents import (
 )
 from ..errors import BudgetExceeded
 from ..messages import Message, estimate_tokens
-from ..trace import message_line
+from ..trace.text import message_line
 from ..workflow import Executor, WorkflowContext, handler
 from .calls import ComponentCall, ComponentResult, UserInput, reply_text
 from .components import Component
-from .desk import SANDBOX, WAITING, Desk
+from .matching import similar
 from .planners import Answer, Ask, Call, DeterministicPlanner, Finish, Planner, PlannerView, Step, is_tool_work
-from .words import similar
+from .state import SANDBOX, WAITING, Desk
 
 __all__ = ["Orchestrator", "OrchestratorState", "conversation_of"]
 

@@ -15,10 +15,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 from ..contents import TextContent
-from ..facts import strings_of
 from ..messages import Message
+from ..trace.who_has import strings_of
 from .calls import REPLY
-from .words import content_words, mentions
+from .matching import content_words, mentions
 
 if TYPE_CHECKING:
     from ..sessions import AgentSession

@@ -30,8 +30,8 @@ from ..messages import Message
 from ..workflow import Executor, WorkflowContext, handler
 from .calls import REPLY, ComponentCall, ComponentResult, click_of, reply_text
 from .components import Component, Input
-from .desk import Desk
-from .words import best_passage, content_words
+from .matching import best_passage, content_words
+from .state import Desk
 
 __all__ = [
     "CardNode",

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ..dialogue import Dialogue, Exchange
-from ..display.dialogue import transcript_html
 from ..display.html import container, escape
+from ..display.transcript import transcript_html
 from ..messages import AgentResponseUpdate
 from ..trace import ContextSnapshot, Trace
 from .switchers import ContextModeSwitcher, ContextView, RouteSwitcher, problem_html

@@ -1,8 +1,8 @@
 """The workflow engine: executors, edges, supersteps, events, checkpoints, and the agent executor."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports
 from .agent_executor import (
     CONTEXT_MODES,
     AgentExecutor,
@@ -37,33 +37,31 @@ from .result import RunResult
 from .workflow import Workflow, WorkflowRunStream
 
 if TYPE_CHECKING:
-    from .checkpoint import Checkpoint
-    from .checkpoint_files import FileCheckpointStorage
-    from .checkpoint_storage import (
+    from .checkpoints import (
+        Checkpoint,
         CheckpointInfo,
         CheckpointStorage,
+        FileCheckpointStorage,
         InMemoryCheckpointStorage,
         SQLiteCheckpointStorage,
     )
 
 # Checkpoints are loaded on first use: a workflow without them does not pay for hashing and files.
-_LAZY = {
-    "Checkpoint": "checkpoint",
-    "CheckpointInfo": "checkpoint_storage",
-    "CheckpointStorage": "checkpoint_storage",
-    "FileCheckpointStorage": "checkpoint_files",
-    "InMemoryCheckpointStorage": "checkpoint_storage",
-    "SQLiteCheckpointStorage": "checkpoint_storage",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agent_nb.workflow' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    dict.fromkeys(
+        [
+            "Checkpoint",
+            "CheckpointInfo",
+            "CheckpointStorage",
+            "FileCheckpointStorage",
+            "InMemoryCheckpointStorage",
+            "SQLiteCheckpointStorage",
+        ],
+        "checkpoints",
+    ),
+)
 
 
 __all__ = [

@@ -15,7 +15,7 @@ from .executor import Executor
 from .workflow import Workflow, check_limit
 
 if TYPE_CHECKING:
-    from .checkpoint_storage import CheckpointStorage
+    from .checkpoints.storage import CheckpointStorage
 
 __all__ = ["WorkflowBuilder"]
 

@@ -37,7 +37,7 @@ from .requests import PendingRequest, RequestResponse
 from .result import RunResult
 
 if TYPE_CHECKING:
-    from .checkpointer import Checkpointer, Restored
+    from .checkpoints.checkpointer import Checkpointer, Restored
     from .workflow import Workflow
 
 Emit = Callable[[WorkflowEvent], None]

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..errors import InputTypeError, RequestError, UsageError, WorkflowBusyError, did_you_mean
-from ..nb import run_sync
+from ..sync import run_sync
 from .edges import Edge, EdgeGroup
 from .events import WorkflowEvent
 from .executor import Executor
@@ -15,8 +15,8 @@ from .result import RunResult
 from .runner import _Run
 
 if TYPE_CHECKING:
-    from .checkpoint_storage import CheckpointStorage
-    from .checkpointer import Checkpointer
+    from .checkpoints.checkpointer import Checkpointer
+    from .checkpoints.storage import CheckpointStorage
 
 __all__ = ["Workflow", "WorkflowRunStream"]
 
@@ -182,7 +182,7 @@ class Workflow:
         return tuple(self._pending.values())
 
     def _checkpointer(self, storage: CheckpointStorage) -> Checkpointer:
-        from .checkpointer import Checkpointer
+        from .checkpoints.checkpointer import Checkpointer
 
         found = self._checkpointers.get(id(storage))
         if found is None or found.storage is not storage:

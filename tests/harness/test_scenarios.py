@@ -3,8 +3,8 @@
 import pytest
 
 from agent_nb.harness import CentralizedHarness, ChildAgent, Knowledge, StandardHarness
+from agent_nb.harness.matching import similar
 from agent_nb.harness.scenarios import BAGGAGE, HOURS, opening_hours, returns, tour, travel
-from agent_nb.harness.words import similar
 
 SCENARIOS = [
     opening_hours(),

@@ -2,9 +2,9 @@
 
 import pytest
 
-from agent_nb.facts import context_table
 from agent_nb.harness import StandardHarness
 from agent_nb.harness.scenarios import opening_hours, tour
+from agent_nb.trace import context_table
 
 REQUEST = "Is flight AB123 on time?"
 

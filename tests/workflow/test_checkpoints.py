@@ -359,8 +359,8 @@ async def test_a_missing_message_is_named(tmp_path: Path) -> None:
 async def test_a_class_the_workflow_does_not_name_is_never_rebuilt(tmp_path: Path) -> None:
     """Even with a valid checksum, a checkpoint cannot make agent_nb import or build an arbitrary class."""
     from agent_nb import TurnToken
-    from agent_nb.workflow.checkpoint import dumps
-    from agent_nb.workflow.checkpoint_storage import _checksum
+    from agent_nb.workflow.checkpoints.format import dumps
+    from agent_nb.workflow.checkpoints.storage import _checksum
 
     storage = FileCheckpointStorage(tmp_path)
     workflow = WorkflowBuilder(start_executor=Holder("keeper", None)).build()

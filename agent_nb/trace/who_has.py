@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from .contents import shorten
-from .messages import AgentResponse, ChatResponse, Message
+from ..contents import shorten
+from ..messages import AgentResponse, ChatResponse, Message
 
 if TYPE_CHECKING:
-    from .trace import ContextSnapshot, Trace
+    from .snapshots import ContextSnapshot, Trace
 
 __all__ = ["ContextTable", "Fact", "FactTable", "Holder", "Where", "context_table", "strings_of", "who_has"]
 
@@ -191,8 +191,8 @@ class FactTable:
         return f"FactTable({self.label}, {len(self.rows)} viewpoints)"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from .display.bundle import mimebundle
-        from .display.tables import fact_table_html
+        from ..display.bundle import mimebundle
+        from ..display.tables import fact_table_html
 
         return mimebundle(self.to_text(), lambda: fact_table_html(self), include, exclude)
 
@@ -269,8 +269,8 @@ class ContextTable:
         return self.to_text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from .display.bundle import mimebundle
-        from .display.tables import context_table_html
+        from ..display.bundle import mimebundle
+        from ..display.tables import context_table_html
 
         return mimebundle(self.to_text(), lambda: context_table_html(self), include, exclude)
 

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..conversation import Conversation
-from ..errors import CheckpointError
-from ..messages import AgentResponse, Message
-from ..sessions import AgentSession
-from .agent_executor import AgentExecutorResponse
-from .checkpoint import Link, StoredMessage, dumps, link_key, message_hash, type_name_of
+from ...conversation import Conversation
+from ...errors import CheckpointError
+from ...messages import AgentResponse, Message
+from ...sessions import AgentSession
+from ..agent_executor import AgentExecutorResponse
+from .format import Link, StoredMessage, dumps, link_key, message_hash, type_name_of
 
 if TYPE_CHECKING:
-    from .checkpoint_decoder import Decoder
+    from .decoder import Decoder
 
 __all__ = ["Encoder"]
 

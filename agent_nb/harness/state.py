@@ -1,6 +1,7 @@
-"""A part's desk for one invocation: the turn, fresh message ids, the user's chat, its own state.
+"""What a harness keeps in the workflow's shared state, and ``Desk``, a part's access to it for one invocation.
 
-Everything a harness keeps between turns lives in the workflow's shared state under the
+Everything a harness keeps between turns (the user's chat, the turn, message ids, what the
+conversation waits on, each part's own state) lives in the workflow's shared state under the
 keys below, as immutable values. A harness passes the state into each turn's run and
 keeps what comes back only when the turn succeeds, so a failed turn changes nothing.
 """

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from pydantic import BaseModel
 
-from ..conversation import EMPTY, Conversation
-from ..errors import CheckpointError
-from ..messages import AgentResponse, Message
-from ..sessions import AgentSession
-from ._types import flatten
-from .agent_executor import AgentExecutorResponse
-from .checkpoint import link_key, message_hash, type_name_of
+from ...conversation import EMPTY, Conversation
+from ...errors import CheckpointError
+from ...messages import AgentResponse, Message
+from ...sessions import AgentSession
+from .._types import flatten
+from ..agent_executor import AgentExecutorResponse
+from .format import link_key, message_hash, type_name_of
 
 if TYPE_CHECKING:
-    from .workflow import Workflow
+    from ..workflow import Workflow
 
 __all__ = ["Decoder", "known_types"]
 
@@ -194,8 +194,8 @@ class Decoder:
 
 def known_types(workflow: Workflow) -> dict[str, type]:
     """Classes a checkpoint of ``workflow`` may rebuild: agent_nb's own and those its handlers name."""
-    from .. import contents, messages
-    from . import agent_executor, requests
+    from ... import contents, messages
+    from .. import agent_executor, requests
 
     found: dict[str, type] = {}
 

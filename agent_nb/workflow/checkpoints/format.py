@@ -8,8 +8,8 @@ conversation cost eight keys; a checkpoint writes only the messages and links th
 new since the last one. Keys are content hashes, so anything changed on disk is detected
 on load.
 
-``checkpoint_encoder`` turns a workflow's values into this JSON, ``checkpoint_decoder``
-turns it back, ``checkpoint_storage`` keeps it.
+``encoder`` turns a workflow's values into this JSON, ``decoder`` turns it back, the
+storages (``storage``, ``sqlite``, ``files``) keep it.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckpointError
+from ...errors import CheckpointError
 
 if TYPE_CHECKING:
-    from .workflow import Workflow
+    from ..workflow import Workflow
 
 __all__ = ["FORMAT", "Checkpoint", "CheckpointError", "Link", "StoredMessage", "graph_parts", "graph_signature"]
 

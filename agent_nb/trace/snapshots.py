@@ -1,6 +1,6 @@
-"""The trace: per executor invocation, what it had in its active context.
+"""The trace's records: a ``ContextSnapshot`` per executor invocation, and ``Trace``, a run's snapshots.
 
-Every display, widget, analysis and test reads these records. An executor records a
+An executor records a
 ``ContextSnapshot`` each time it handles a message: what arrived, what its context mode
 kept and dropped, the exact messages its agent was given (after role reassignment),
 what the agent answered, what it sent on and yielded, and how long it took.
@@ -12,12 +12,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
-from .contents import shorten, tool_work_as_text
-from .errors import did_you_mean
-from .messages import AgentResponse, Message
+from ..errors import did_you_mean
+from ..messages import AgentResponse, Message
+from .text import describe_state, describe_value, trace_text
 
 if TYPE_CHECKING:
-    from .facts import Fact, FactTable
+    from .who_has import Fact, FactTable
 
 __all__ = ["ContextSnapshot", "Sent", "Trace"]
 
@@ -81,9 +81,9 @@ class ContextSnapshot:
         return "cached" if self.kind == "agent" else "ran"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from .display.bundle import mimebundle
-        from .display.context import snapshot_html
-        from .display.html import container
+        from ..display.bundle import mimebundle
+        from ..display.context import snapshot_html
+        from ..display.html import container
 
         return mimebundle(Trace([self]).to_text(), lambda: container(snapshot_html(self)), include, exclude)
 
@@ -94,58 +94,6 @@ class ContextSnapshot:
         if len(self.cached) != len(self.given):
             return (False,) * len(self.given)
         return tuple(g is not c for g, c in zip(self.given, self.cached, strict=True))
-
-
-def describe_value(value: Any, width: int = 60) -> str:
-    """How a delivered message reads in one line; workflow messages describe themselves."""
-    if isinstance(value, str):
-        return f"text {shorten(repr(value), width)}"
-    if isinstance(value, Message):
-        return f"{value.role} message {shorten(repr(value.text), width)}"
-    describe = getattr(value, "describe", None)
-    if callable(describe):
-        return shorten(str(describe()), width)
-    if isinstance(value, list):
-        return f"list of {len(value)}"
-    return shorten(f"{type(value).__name__} {value!r}", width + 10)
-
-
-def describe_state(value: Any, width: int = 60) -> str:
-    """A value of a snapshot's ``state`` in one line: mappings as ``k=v``, sequences joined by ``;``."""
-    if isinstance(value, Mapping):
-        text = ", ".join(f"{k}={v!r}" for k, v in value.items()) or "(none)"
-    elif isinstance(value, (list, tuple)):
-        text = "; ".join(str(v) for v in value) or "(none)"
-    else:
-        text = str(value)
-    return shorten(text, width)
-
-
-def message_line(m: Message, width: int, *, was: str | None = None) -> str:
-    """One message in at most ``width`` characters: ``user, from planner (was assistant): I see…``."""
-    who: str = m.role
-    if m.author_name:
-        who += f", from {m.author_name}"
-    if was is not None and was != m.role:
-        who += f" (was {was})"
-    return shorten(f"{who}: {message_body(m)}", width)
-
-
-def message_body(m: Message) -> str:
-    """A message's contents as one readable text: tool work, card prompts and clicks included."""
-    parts = []
-    for c in m.contents:
-        if c.type == "text":
-            parts.append(c.text)
-        elif c.type == "user_input_request":
-            parts.append(c.prompt + "".join(f" [{o}]" for o in c.options))
-        elif c.type == "user_input_response":
-            parts.append(f"▸ {c.text}")
-        elif c.type in ("function_call", "function_result"):
-            parts.append(tool_work_as_text(c).text)
-        else:
-            parts.append(f"[{c.type}]")
-    return " ".join(parts)
 
 
 class Trace(Sequence[ContextSnapshot]):
@@ -202,7 +150,7 @@ class Trace(Sequence[ContextSnapshot]):
 
     def who_has(self, fact: Fact) -> FactTable:
         """Per executor: was ``fact`` (a text, or a test on text) in its active context, written, passed on."""
-        from .facts import who_has
+        from .who_has import who_has
 
         return who_has(self, fact)
 
@@ -243,55 +191,7 @@ class Trace(Sequence[ContextSnapshot]):
 
     def to_text(self, *, width: int = 100, timings: bool = False) -> str:
         """A plain-text report: per invocation, what arrived, what was kept and dropped, what was answered."""
-        lines: list[str] = []
-        body = max(width - 14, 20)
-
-        def add(label: str, text: str) -> None:
-            lines.append(f"    {label:<9} {shorten(text, body)}")  # a label of ten letters keeps its space
-
-        def listing(mark: str, messages: Sequence[Message], was: Sequence[Message] = ()) -> None:
-            for i, m in enumerate(messages):
-                prefix = f"{i + 1}." if mark == "#" else mark
-                original = was[i].role if was else None
-                lines.append(f"              {prefix} {message_line(m, body - 3, was=original)}")
-
-        def count(n: int) -> str:
-            return f"{n} message{'' if n == 1 else 's'}"
-
-        for s in self._snapshots:
-            head = f"[{s.superstep}] {s.executor_id} · {s.kind}"
-            if s.context_mode:
-                head += f" · context_mode={s.context_mode}"
-            if s.context_filter:
-                head += f" ({s.context_filter})"
-            head += f" · {s.status}"
-            if timings:
-                head += f" · {s.duration * 1000:.2f} ms"
-            lines.append(head)
-            add("received", describe_value(s.received, body))
-            if s.dropped:
-                add("dropped", count(len(s.dropped)))
-                listing("✗", s.dropped)
-            if s.given is not None:
-                add("given", count(len(s.given)))
-                listing("#", s.given, s.cached if len(s.cached) == len(s.given) else ())
-            elif s.kind == "agent" and s.kept:
-                add("cached", count(len(s.kept)))
-            if s.response is not None:
-                add("answered", s.response.text)
-            if s.wrote:
-                add("wrote", count(len(s.wrote)) + " to the chat")
-                listing("»", s.wrote)
-            for key, value in s.state.items():
-                add(key, describe_state(value, body))
-            for sent in s.sent:
-                add(
-                    "sent",
-                    f"{describe_value(sent.message, body)} → {', '.join(sent.targets) or '(no downstream executor)'}",
-                )
-            if s.error is not None:
-                add("error", s.error)
-        return "\n".join(lines)
+        return trace_text(self, width=width, timings=timings)
 
     def __str__(self) -> str:
         return self.to_text()
@@ -300,7 +200,7 @@ class Trace(Sequence[ContextSnapshot]):
         return f"Trace({len(self)} snapshots, executors={list(self.executor_ids)})"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from .display.bundle import mimebundle  # displays are loaded when something is shown
-        from .display.context import trace_html
+        from ..display.bundle import mimebundle  # displays are loaded when something is shown
+        from ..display.context import trace_html
 
         return mimebundle(self.to_text(), lambda: trace_html(self), include, exclude)

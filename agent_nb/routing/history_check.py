@@ -17,9 +17,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .clients.base import Capabilities
-from .contents import FunctionResultContent, TextContent, shorten, tool_work_as_text
-from .messages import Message, estimate_tokens
+from ..clients.base import Capabilities
+from ..contents import FunctionResultContent, TextContent, shorten, tool_work_as_text
+from ..messages import Message, estimate_tokens
 
 __all__ = ["HistoryScan", "Problem", "check_history", "describe_message", "repair_history"]
 

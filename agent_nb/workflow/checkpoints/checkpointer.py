@@ -9,19 +9,19 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, get_origin
 
-from ..conversation import Conversation
-from ..errors import CheckpointError
-from ..sessions import AgentSession
-from ._types import flatten
-from .checkpoint import Checkpoint, dumps, graph_parts, graph_signature
-from .checkpoint_decoder import Decoder, known_types
-from .checkpoint_encoder import Encoder
-from .checkpoint_storage import CheckpointStorage, new_checkpoint_id
-from .requests import PendingRequest
+from ...conversation import Conversation
+from ...errors import CheckpointError
+from ...sessions import AgentSession
+from .._types import flatten
+from ..requests import PendingRequest
+from .decoder import Decoder, known_types
+from .encoder import Encoder
+from .format import Checkpoint, dumps, graph_parts, graph_signature
+from .storage import CheckpointStorage, new_checkpoint_id
 
 if TYPE_CHECKING:
-    from .runner import _Run
-    from .workflow import Workflow
+    from ..runner import _Run
+    from ..workflow import Workflow
 
 __all__ = ["Checkpointer", "Restored"]
 

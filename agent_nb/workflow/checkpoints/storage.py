@@ -1,33 +1,38 @@
-"""Where checkpoints live: the protocol, in memory, and in a SQLite file (a directory: ``checkpoint_files``).
+"""Where checkpoints live: the protocol every storage follows, and the in-memory storage.
 
 Every storage keeps checkpoints (a header and a small body, checksummed), messages (each
 stored once, under the hash of its JSON) and the links that chain messages into
-conversations (see ``checkpoint``). ``latest`` returns the
-newest checkpoint or raises: it never falls back to an older one in silence.
+conversations (see ``format``). ``latest`` returns the newest checkpoint or raises: it never
+falls back to an older one in silence. The others: ``sqlite`` (one file) and ``files`` (a directory).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import CheckpointError
-from .checkpoint import Checkpoint, Link, StoredMessage, checkpoint_from_header, dumps
+from ...errors import CheckpointError
+from .format import Checkpoint, Link, StoredMessage, checkpoint_from_header, dumps
 
 __all__ = [
+    "Chains",
     "CheckpointInfo",
     "CheckpointStorage",
     "InMemoryCheckpointStorage",
-    "SQLiteCheckpointStorage",
+    "belongs_to",
+    "check_id",
+    "info_of",
+    "missing",
     "new_checkpoint_id",
+    "seal",
+    "unseal",
+    "walk_chains",
 ]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
@@ -39,6 +44,7 @@ def new_checkpoint_id() -> str:
 
 
 def check_id(checkpoint_id: Any) -> str:
+    """``checkpoint_id``, once it is known to be an id (so it can never name a file outside the storage)."""
     if not isinstance(checkpoint_id, str) or not _ID.fullmatch(checkpoint_id):
         raise CheckpointError(
             f"{checkpoint_id!r} is not a checkpoint id: ids are letters, digits, '-' and '_' "
@@ -86,7 +92,7 @@ class CheckpointStorage(Protocol):
         """Remove a checkpoint (its messages stay for the others); whether it was there."""
 
 
-def _seal(checkpoint: Checkpoint) -> tuple[str, str, str]:
+def seal(checkpoint: Checkpoint) -> tuple[str, str, str]:
     """The header (with the checksum) and the body of a checkpoint as JSON, and the checksum."""
     body = dumps(checkpoint.body)
     fields = dumps(checkpoint.header)
@@ -99,7 +105,7 @@ def _checksum(header: Mapping[str, Any], body: str) -> str:
     return hashlib.sha256(f"{dumps(fields)}\n{body}".encode()).hexdigest()
 
 
-def _open(header_text: str, body_text: str, where: str) -> Checkpoint:
+def unseal(header_text: str, body_text: str, where: str) -> Checkpoint:
     """Parse and check a sealed checkpoint: truncated, foreign or changed ones raise ``CheckpointError``."""
     try:
         header = json.loads(header_text)
@@ -121,7 +127,8 @@ def _fields(c: Checkpoint) -> dict[str, Any]:
     return {f: getattr(c, f) for f in Checkpoint.__slots__}
 
 
-def _info(header: Mapping[str, Any]) -> CheckpointInfo:
+def info_of(header: Mapping[str, Any]) -> CheckpointInfo:
+    """What ``list`` says of a checkpoint, from its parsed header."""
     return CheckpointInfo(
         header["id"], header["workflow"], header["superstep"], header["status"], header["timestamp"], header["previous"]
     )
@@ -130,9 +137,10 @@ def _info(header: Mapping[str, Any]) -> CheckpointInfo:
 Chains = tuple[Mapping[str, tuple["str | None", str]], Mapping[str, str]]
 
 
-def _walk(
+def walk_chains(
     links: Mapping[str, tuple[str | None, str]], messages: Mapping[str, str], tips: Iterable[str], blobs: Iterable[str]
 ) -> Chains:
+    """``read_chains`` over links and messages held in dicts (the in-memory and file storages)."""
     found: dict[str, tuple[str | None, str]] = {}
     texts: dict[str, str] = {b: messages[b] for b in blobs if b in messages}
     for tip in tips:
@@ -172,15 +180,15 @@ class InMemoryCheckpointStorage:
     def load(self, checkpoint_id: str) -> Checkpoint:
         stored = self._checkpoints.get(check_id(checkpoint_id))
         if stored is None:
-            raise _missing(checkpoint_id, self._checkpoints)
+            raise missing(checkpoint_id, self._checkpoints)
         return stored
 
     def read_chains(self, tips: Iterable[str], blobs: Iterable[str] = ()) -> Chains:
-        return _walk(self._links, self._messages, tips, blobs)
+        return walk_chains(self._links, self._messages, tips, blobs)
 
     def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
-        infos = (_info(self._checkpoints[k].header) for k in sorted(self._checkpoints))
-        return [i for i in infos if _of(i, workflow)]
+        infos = (info_of(self._checkpoints[k].header) for k in sorted(self._checkpoints))
+        return [i for i in infos if belongs_to(i, workflow)]
 
     def latest(self, workflow: str | None = None) -> Checkpoint | None:
         infos = self.list(workflow)
@@ -193,109 +201,13 @@ class InMemoryCheckpointStorage:
         return f"InMemoryCheckpointStorage({len(self._checkpoints)} checkpoints, {len(self._messages)} messages)"
 
 
-class SQLiteCheckpointStorage:
-    """Checkpoints and their messages in one SQLite file; each save is one transaction."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        import sqlite3
-
-        self.path = Path(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(
-            "CREATE TABLE IF NOT EXISTS checkpoints (id TEXT PRIMARY KEY, workflow TEXT NOT NULL,"
-            " header TEXT NOT NULL, body TEXT NOT NULL);"
-            "CREATE TABLE IF NOT EXISTS messages (hash TEXT PRIMARY KEY, json TEXT NOT NULL);"
-            "CREATE TABLE IF NOT EXISTS links (key TEXT PRIMARY KEY, previous TEXT, message TEXT NOT NULL);"
-        )
-
-    def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
-        check_id(checkpoint.id)
-        header, body, _ = _seal(checkpoint)
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.executemany("INSERT OR IGNORE INTO messages VALUES (?, ?)", messages)
-            db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
-            db.execute(
-                "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?)",
-                (checkpoint.id, checkpoint.workflow, header, body),
-            )
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-
-    def load(self, checkpoint_id: str) -> Checkpoint:
-        row = self._db.execute(
-            "SELECT header, body FROM checkpoints WHERE id = ?", (check_id(checkpoint_id),)
-        ).fetchone()
-        if row is None:
-            raise _missing(checkpoint_id, [i.id for i in self.list()])
-        return _open(row[0], row[1], f"checkpoint {checkpoint_id!r} (in {self.path})")
-
-    def read_chains(self, tips: Iterable[str], blobs: Iterable[str] = ()) -> Chains:
-        links: dict[str, tuple[str | None, str]] = {}
-        messages: dict[str, str] = {}
-        for blob in blobs:
-            row = self._db.execute("SELECT json FROM messages WHERE hash = ?", (blob,)).fetchone()
-            if row is not None:
-                messages[blob] = row[0]
-        for tip in tips:
-            if tip in links:
-                continue
-            rows = self._db.execute(
-                "WITH RECURSIVE chain(key) AS (SELECT ? UNION SELECT l.previous FROM links l JOIN chain c"
-                " ON l.key = c.key WHERE l.previous IS NOT NULL)"
-                " SELECT l.key, l.previous, l.message, m.json FROM links l LEFT JOIN messages m ON m.hash = l.message"
-                " WHERE l.key IN (SELECT key FROM chain)",
-                (tip,),
-            )
-            for key, previous, mkey, text in rows:
-                links[key] = (previous, mkey)
-                if text is not None:
-                    messages[mkey] = text
-        return links, messages
-
-    def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
-        if workflow is None:
-            rows = self._db.execute("SELECT header FROM checkpoints ORDER BY id")
-        else:
-            rows = self._db.execute("SELECT header FROM checkpoints WHERE workflow = ? ORDER BY id", (workflow,))
-        out = []
-        for (header,) in rows:
-            try:
-                out.append(_info(json.loads(header)))
-            except (ValueError, KeyError, TypeError):
-                raise CheckpointError(f"a checkpoint header in {self.path} is damaged: {header[:80]!r}") from None
-        return out
-
-    def latest(self, workflow: str | None = None) -> Checkpoint | None:
-        if workflow is None:
-            row = self._db.execute("SELECT id FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
-        else:
-            row = self._db.execute(
-                "SELECT id FROM checkpoints WHERE workflow = ? ORDER BY id DESC LIMIT 1", (workflow,)
-            ).fetchone()
-        return None if row is None else self.load(row[0])
-
-    def delete(self, checkpoint_id: str) -> bool:
-        cursor = self._db.execute("DELETE FROM checkpoints WHERE id = ?", (check_id(checkpoint_id),))
-        return cursor.rowcount > 0
-
-    def close(self) -> None:
-        self._db.close()
-
-    def __repr__(self) -> str:
-        return f"SQLiteCheckpointStorage({str(self.path)!r})"
-
-
-def _of(info: CheckpointInfo, workflow: str | None) -> bool:
+def belongs_to(info: CheckpointInfo, workflow: str | None) -> bool:
+    """Whether a listed checkpoint is of ``workflow`` (any, for ``None``)."""
     return workflow is None or info.workflow == workflow
 
 
-def _missing(checkpoint_id: str, known: Iterable[str], damage: str = "") -> CheckpointError:
+def missing(checkpoint_id: str, known: Iterable[str], damage: str = "") -> CheckpointError:
+    """The error for an id the storage does not hold, naming the newest ones it does."""
     ids = sorted(known)
     listed = ", ".join(ids[-5:]) if ids else "none"
     return CheckpointError(

@@ -1,4 +1,4 @@
-"""Routing: chat clients that wrap chat clients.
+"""``RoutingChatClient``: one chat client, many routes, a route per session.
 
 ``RoutingChatClient`` sends each request to its session's active route, so a conversation
 can move between models and providers mid-way and keep its history (the history provider
@@ -7,7 +7,7 @@ state: it persists with the session, and sessions never share a route by acciden
 
 Every route must keep its history with the caller: a client whose conversation lives on
 the service is refused when registered. Before sending, the router checks that the route
-accepts the conversation (see ``agent_nb.portability``) and either refuses with the
+accepts the conversation (see ``agent_nb.routing.history_check``) and either refuses with the
 offending messages named (``history_policy="strict"``) or repairs it (``"repair"``).
 
 ```python
@@ -18,8 +18,6 @@ await agent.run("hello", session=session)         # answered by "fast"
 router.set_active_route(session, "smart")
 await agent.run("and now?", session=session)      # "smart" gets the whole conversation
 ```
-
-``FallbackChatClient`` tries clients in turn when one fails with a retryable error.
 """
 
 from __future__ import annotations
@@ -28,20 +26,17 @@ import types
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from .clients.base import Capabilities, ChatClient, capabilities_of, history_mode_of
-from .errors import (
-    AllAttemptsFailed,
-    ModelError,
+from ..clients.base import Capabilities, ChatClient, capabilities_of, refuse_service_managed
+from ..errors import (
     RouteIncompatibleError,
     RouteNotFoundError,
-    ServiceManagedHistoryError,
     did_you_mean,
 )
-from .messages import ChatResponse, ChatResponseUpdate, Message
-from .portability import HistoryScan, check_history, repair_history
-from .sessions import AgentSession
+from ..messages import ChatResponse, ChatResponseUpdate, Message
+from ..sessions import AgentSession
+from .history_check import HistoryScan, check_history, repair_history
 
-__all__ = ["FallbackChatClient", "HistoryPolicy", "RoutingChatClient"]
+__all__ = ["HistoryPolicy", "RoutingChatClient"]
 
 HistoryPolicy = Literal["strict", "repair"]
 Select = Callable[[Sequence[Message], Mapping[str, Any], AgentSession | None], str | None]
@@ -57,16 +52,6 @@ class _Checked:
 
     def __init__(self, route: str, caps: Capabilities, messages: list[Message], scan: HistoryScan) -> None:
         self.route, self.caps, self.messages, self.scan = route, caps, messages, scan
-
-
-def _refuse_service_managed(what: str, client: object) -> None:
-    if history_mode_of(client) == "service":
-        raise ServiceManagedHistoryError(
-            f"{what} ({type(client).__name__}) keeps its conversation on the service, behind an id that "
-            "no other route can use, so switching away from it would lose the history. Use it with "
-            "caller-managed history instead (for OpenAIResponsesClient: store=False), or import the "
-            "conversation first (agent_nb.clients.openai.import_conversation) and route from there."
-        )
 
 
 class RoutingChatClient:
@@ -126,7 +111,7 @@ class RoutingChatClient:
             raise ValueError(f"router {self.name!r} already has a route {name!r}; remove it first to replace it")
         if not hasattr(client, "get_response"):
             raise TypeError(f"route {name!r}: {type(client).__name__} is not a chat client")
-        _refuse_service_managed(f"route {name!r}", client)
+        refuse_service_managed(f"route {name!r}", client)
         self._routes[name] = client
 
     def remove_route(self, name: str) -> ChatClient:
@@ -280,107 +265,7 @@ class RoutingChatClient:
         return f"RoutingChatClient({list(self._routes)}, default_route={self.default_route!r})"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from .display.bundle import mimebundle
-        from .display.state import routes_html
+        from ..display.bundle import mimebundle
+        from ..display.state import routes_html
 
         return mimebundle(repr(self), lambda: routes_html(self), include, exclude)
-
-
-def _retryable(exc: BaseException) -> bool:
-    if isinstance(exc, ModelError):
-        return exc.retryable
-    return isinstance(exc, (ConnectionError, TimeoutError))
-
-
-class FallbackChatClient:
-    """Try ``primary``; on a retryable error, the next client, and so on.
-
-    A streamed answer switches client only if the failure came before any output was
-    yielded: what a user has seen is never replaced. When every client fails the error is
-    ``AllAttemptsFailed``, an exception group of each attempt's error.
-
-    Args:
-        retry_on: a predicate on the error, or exception types; by default agent_nb's
-            retryable model errors (rate limit, timeout, unavailable) and connection errors.
-    """
-
-    history_mode = "caller"
-
-    def __init__(
-        self,
-        primary: ChatClient,
-        *fallbacks: ChatClient,
-        retry_on: Callable[[BaseException], bool] | tuple[type[BaseException], ...] | None = None,
-    ) -> None:
-        if not fallbacks:
-            raise ValueError("FallbackChatClient needs at least one fallback: FallbackChatClient(primary, backup)")
-        self.clients: tuple[ChatClient, ...] = (primary, *fallbacks)
-        for i, client in enumerate(self.clients):
-            _refuse_service_managed(f"fallback client {i}", client)
-        if isinstance(retry_on, tuple):
-            kinds = retry_on
-            self.retry_on: Callable[[BaseException], bool] = lambda exc: isinstance(exc, kinds)
-        else:
-            self.retry_on = retry_on or _retryable
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What every client accepts: a request may end up at any of them."""
-        caps = [capabilities_of(c) for c in self.clients]
-        windows = [c.context_window for c in caps if c.context_window is not None]
-        patterns = sorted({c.call_id_pattern for c in caps if c.call_id_pattern is not None})
-        return Capabilities(
-            tool_calls=all(c.tool_calls for c in caps),
-            images=all(c.images for c in caps),
-            system_messages=all(c.system_messages for c in caps),
-            context_window=min(windows) if windows else None,
-            call_id_pattern="".join(f"(?=(?:{p})$)" for p in patterns) + ".*"
-            if len(patterns) > 1
-            else next(iter(patterns), None),
-            trailing_tool_call=all(c.trailing_tool_call for c in caps),
-        )
-
-    def _give_up(self, errors: list[Exception]) -> AllAttemptsFailed:
-        summary = "; ".join(f"{i}: {type(e).__name__}: {e}" for i, e in enumerate(errors))
-        return AllAttemptsFailed(f"all {len(errors)} clients failed ({summary})", errors)
-
-    async def get_response(
-        self,
-        messages: Sequence[Message],
-        options: Mapping[str, Any] | None = None,
-        *,
-        session: AgentSession | None = None,
-    ) -> ChatResponse:
-        errors: list[Exception] = []
-        for client in self.clients:
-            try:
-                return await client.get_response(messages, options, session=session)
-            except Exception as exc:
-                if not self.retry_on(exc):
-                    raise
-                errors.append(exc)
-        raise self._give_up(errors)
-
-    async def get_streaming_response(
-        self,
-        messages: Sequence[Message],
-        options: Mapping[str, Any] | None = None,
-        *,
-        session: AgentSession | None = None,
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        errors: list[Exception] = []
-        for client in self.clients:
-            shown = False
-            try:
-                async for update in client.get_streaming_response(messages, options, session=session):
-                    shown = True
-                    yield update
-                return
-            except Exception as exc:
-                if shown or not self.retry_on(exc):
-                    raise
-                errors.append(exc)
-        raise self._give_up(errors)
-
-    def __repr__(self) -> str:
-        return f"FallbackChatClient({', '.join(type(c).__name__ for c in self.clients)})"

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError
-from .checkpoint import Checkpoint, Link, StoredMessage, dumps
-from .checkpoint_storage import Chains, CheckpointInfo, _info, _missing, _of, _open, _seal, _walk, check_id
+from ...errors import CheckpointError
+from .format import Checkpoint, Link, StoredMessage, dumps
+from .storage import Chains, CheckpointInfo, belongs_to, check_id, info_of, missing, seal, unseal, walk_chains
 
 __all__ = ["FileCheckpointStorage"]
 
@@ -52,7 +52,7 @@ class FileCheckpointStorage:
 
     def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         check_id(checkpoint.id)
-        header, body, checksum = _seal(checkpoint)
+        header, body, checksum = seal(checkpoint)
         parts = [dumps(["m", *m]) for m in messages]
         parts += [dumps(["l", *link]) for link in links]
         parts.append(f'["c",{header},{body}]')  # the body as JSON, not as a string of it: nothing to escape
@@ -106,9 +106,9 @@ class FileCheckpointStorage:
         keep_texts: set[str] = set()
         lines = []
         for header, body in self._checkpoints.values():
-            checkpoint = _open(dumps(header), body, f"checkpoint {header.get('id')!r}")
-            _, blobs = _walk(self._links, self._messages, (), checkpoint.blobs())
-            links, texts = _walk(self._links, self._messages, checkpoint.references(blobs), checkpoint.blobs())
+            checkpoint = unseal(dumps(header), body, f"checkpoint {header.get('id')!r}")
+            _, blobs = walk_chains(self._links, self._messages, (), checkpoint.blobs())
+            links, texts = walk_chains(self._links, self._messages, checkpoint.references(blobs), checkpoint.blobs())
             keep_links.update(links)
             keep_texts.update(texts)
             keep_texts.update(m for _, m in links.values())
@@ -168,9 +168,9 @@ class FileCheckpointStorage:
         self._read()
         stored = self._checkpoints.get(check_id(checkpoint_id))
         if stored is None:
-            raise _missing(checkpoint_id, self._checkpoints, self._damage())
+            raise missing(checkpoint_id, self._checkpoints, self._damage())
         header, body = stored
-        return _open(dumps(header), body, f"checkpoint {checkpoint_id!r} (in {self.path})")
+        return unseal(dumps(header), body, f"checkpoint {checkpoint_id!r} (in {self.path})")
 
     def _damage(self) -> str:
         if not self._damaged:
@@ -180,17 +180,17 @@ class FileCheckpointStorage:
 
     def read_chains(self, tips: Iterable[str], blobs: Iterable[str] = ()) -> Chains:
         self._read()
-        return _walk(self._links, self._messages, tips, blobs)
+        return walk_chains(self._links, self._messages, tips, blobs)
 
     def list(self, workflow: str | None = None) -> list[CheckpointInfo]:
         self._read()
         out = []
         for header, _ in self._checkpoints.values():
             try:
-                info = _info(header)
+                info = info_of(header)
             except (KeyError, TypeError):
                 raise CheckpointError(f"a checkpoint header in {self.path} is damaged: {header!r:.80}") from None
-            if _of(info, workflow):
+            if belongs_to(info, workflow):
                 out.append(info)
         return sorted(out, key=lambda i: i.id)
 

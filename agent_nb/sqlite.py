@@ -1,0 +1,45 @@
+"""The SQLite files agent_nb keeps (histories, checkpoints): one way to open them, one way to write.
+
+Every file is write-ahead logged, so readers never block the writer and a reader never sees
+half a transaction. How often a commit reaches the disk is the caller's choice:
+``durable=True`` (``synchronous=FULL``) syncs every commit, so a committed transaction
+survives a power cut; ``durable=False`` (``NORMAL``) syncs when the log is checkpointed, so
+a crash of the program loses nothing and a power cut may lose the newest commits, never
+corrupt the file. Histories are durable (a saved turn is one the user was answered on, and
+it is written once per turn); checkpoint storages follow their ``fsync=`` setting, like
+the file storage, because a checkpoint is taken after every superstep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["connect", "transaction"]
+
+
+def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
+    """A connection to ``path`` that leaves transactions to ``transaction`` (autocommit otherwise)."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+    return db
+
+
+@contextlib.contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction, taken at once (``BEGIN IMMEDIATE``): committed whole, or rolled back.
+
+    When the failure already ended the transaction (SQLite rolls back by itself on some
+    errors, a full disk among them), the original error is raised, not a failed rollback.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
