@@ -1,5 +1,5 @@
 # make demo  - create .venv, install agent_nb, run the offline three-agent demo
-# make test  - install the dev tools (and chromium, when missing), then ruff, mypy and the whole suite:
+# make test  - install the dev tools (and chromium, when missing), then ruff, mypy, lint-imports and the whole suite:
 #              unit tests, notebooks under nbval, the browser tests, the real local model tests
 PYTHON ?= python3
 VENV   := .venv
@@ -23,9 +23,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/agent-nb demo
 
+# lint-imports checks the layer contract of pyproject.toml (docs/ARCHITECTURE.md draws it).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check agent_nb tests bench notebooks/cassettes
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo --no-cache
 
 # The browser tests drive Debian's chromium (Playwright's own browser download is not used).
 system-deps:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import RouteNotFoundError, UsageError, WorkflowBusyError, did_you_mean
 from .messages import Message
+from .rendering import render
 
 if TYPE_CHECKING:
     from .routing import RoutingChatClient
@@ -310,6 +311,4 @@ class Dialogue:
 
     def to_html(self) -> str:
         """A standalone page: the transcript with the route and modes of each turn, and each turn's run view."""
-        from .display.transcript import dialogue_page
-
-        return dialogue_page(self)
+        return str(render(self, "page"))

@@ -6,10 +6,12 @@ import json
 import uuid
 from typing import Any
 
+from .rendering import Displayable
+
 __all__ = ["AgentSession"]
 
 
-class AgentSession:
+class AgentSession(Displayable):
     """One conversation's identity and state.
 
     ``state`` must stay JSON-serialisable, so a session can be saved with ``to_dict()`` and
@@ -50,9 +52,3 @@ class AgentSession:
 
     def __repr__(self) -> str:
         return f"AgentSession({self.session_id!r}, state_keys={sorted(self.state)!r})"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from .display.bundle import mimebundle
-        from .display.state import session_html
-
-        return mimebundle(repr(self), lambda: session_html(self), include, exclude)

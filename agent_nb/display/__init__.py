@@ -2,10 +2,12 @@
 
 Pure functions of data: nothing here calls IPython; options (limits, theme) are
 arguments, so tests render exact output. Every string is escaped, nothing is loaded
-from the network, no script runs. Objects display themselves in a notebook through
-``_repr_mimebundle_``; these are the functions behind that, for finer control.
+from the network, no script runs. Objects display themselves in a notebook through the
+render protocol (``agent_nb.rendering``): ``registry`` says which function here draws which
+type, and these functions can also be called directly, for finer control.
 """
 
+from . import registry  # noqa: F401 - registers the renderers (last: it imports the rest)
 from .context import columns_html, snapshot_html, trace_html
 from .graph import Graph, Link, Node, graph_of, graph_svg
 from .html import escape, page

@@ -13,13 +13,13 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .html import escape
+from .html import container, escape
 
 if TYPE_CHECKING:
     from ..trace import Trace
     from ..workflow.workflow import Workflow
 
-__all__ = ["Graph", "Link", "Node", "graph_of", "graph_svg"]
+__all__ = ["Graph", "Link", "Node", "graph_of", "graph_svg", "workflow_html"]
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 196, 46, 28, 40, 16
 
@@ -304,3 +304,8 @@ def graph_svg(graph: Graph, *, max_nodes: int = 200) -> str:
         + "".join(_node(n, lay) for n in graph.nodes)
         + "</svg>"
     )
+
+
+def workflow_html(workflow: Workflow) -> str:
+    """A workflow's graph as a display (stylesheet included)."""
+    return container(graph_svg(graph_of(workflow)))

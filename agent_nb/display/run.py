@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..messages import AgentResponseUpdate, Message
-from .bundle import mimebundle
+from ..rendering import Displayable
+from .chat import chat_column
 from .context import columns_html, legend
 from .graph import graph_of, graph_svg
-from .harness import chat_column
 from .html import Theme, container, escape
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def run_view(
     return container(f'{head}{legend(result.trace)}<div class="run">{picture}{side}</div>', theme)
 
 
-class RunView:
+class RunView(Displayable):
     """The run view as a display object: ``RunView([turn1, turn2, turn3], turn=1)`` in a cell."""
 
     def __init__(self, results: RunResult | Sequence[RunResult], *, turn: int | None = None, **options: Any) -> None:
@@ -103,7 +103,10 @@ class RunView:
         self.options = options
         run_view(self.results, turn=turn, graph=False, max_messages=1)  # fail now on a bad turn, not when shown
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+    def to_text(self) -> str:
         index = len(self.results) - 1 if self.turn is None else self.turn % len(self.results)
-        plain = f"turn {index + 1} of {len(self.results)}\n{self.results[index].trace.to_text()}"
-        return mimebundle(plain, lambda: run_view(self.results, turn=self.turn, **self.options), include, exclude)
+        return f"turn {index + 1} of {len(self.results)}\n{self.results[index].trace.to_text()}"
+
+    def html(self) -> str:
+        """The view as an HTML fragment."""
+        return run_view(self.results, turn=self.turn, **self.options)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, estimate_tokens
-from .bundle import mimebundle
+from ..rendering import Displayable
 from .html import Theme, bubble, container, escape, fold_list
 
 if TYPE_CHECKING:
@@ -25,16 +25,18 @@ def messages_html(messages: Sequence[Message], *, title: str | None = None, max_
     return head + fold_list(messages, max_messages, lambda _, m: bubble(m, max_chars=max_chars))
 
 
-class MessagesView:
+class MessagesView(Displayable):
     """Any list of messages (a loaded history, a response) as a display."""
 
     def __init__(self, messages: Sequence[Message], *, title: str | None = None, theme: Theme = "auto") -> None:
         self.messages, self.title, self.theme = list(messages), title, theme
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        plain = "\n".join(f"{m.role}{' · ' + m.author_name if m.author_name else ''}: {m.text}" for m in self.messages)
-        return mimebundle(plain, lambda: container(messages_html(self.messages, title=self.title), self.theme),
-                          include, exclude)  # fmt: skip
+    def to_text(self) -> str:
+        return "\n".join(f"{m.role}{' · ' + m.author_name if m.author_name else ''}: {m.text}" for m in self.messages)
+
+    def html(self) -> str:
+        """The messages as an HTML fragment."""
+        return container(messages_html(self.messages, title=self.title), self.theme)
 
 
 def _value(value: Any) -> str:

@@ -23,6 +23,7 @@ from .orchestrator import Orchestrator, conversation_of
 from .planners import Answer, Ask, Call, DeterministicPlanner, Finish, ModelPlanner, Planner, PlannerView
 from .subagents import ChildAgent, ConnectedAgent
 from .topics import CardNode, GenerativeAnswers, MessageNode, QuestionNode, SetVariable, Topic
+from .views import Comparison, HarnessView
 
 __all__ = [
     "KINDS",
@@ -32,6 +33,7 @@ __all__ = [
     "CardNode",
     "CentralizedHarness",
     "ChildAgent",
+    "Comparison",
     "Component",
     "ComponentCall",
     "ComponentResult",
@@ -42,6 +44,7 @@ __all__ = [
     "Finish",
     "GenerativeAnswers",
     "Harness",
+    "HarnessView",
     "Input",
     "Knowledge",
     "MessageNode",

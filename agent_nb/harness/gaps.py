@@ -13,6 +13,7 @@ from typing import Any, overload
 
 from ..contents import shorten
 from ..messages import Message
+from ..rendering import Displayable
 from ..trace import ContextSnapshot, Trace
 from ..trace.who_has import strings_of
 from .calls import ComponentCall, ComponentResult, click_of
@@ -50,7 +51,7 @@ class Finding:
         return f"turn {self.turn} · {self.kind} · {self.component}: {self.detail}"
 
 
-class Findings(Sequence[Finding]):
+class Findings(Displayable, Sequence[Finding]):
     """The findings of one conversation, in turn order; a table in a notebook."""
 
     def __init__(self, findings: Sequence[Finding]) -> None:
@@ -86,17 +87,8 @@ class Findings(Sequence[Finding]):
             lines += textwrap.wrap(f"    remedy: {f.remedy}", width, subsequent_indent="            ")
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.to_text()
-
     def __repr__(self) -> str:
         return f"Findings({len(self)}: {', '.join(self.kinds()) or 'none'})"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle
-        from ..display.tables import findings_html
-
-        return mimebundle(self.to_text(), lambda: findings_html(self), include, exclude)
 
 
 def _turn_of(message_id: str | None) -> int:

@@ -23,20 +23,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ..contents import UserInputResponseContent
 from ..errors import UsageError, did_you_mean
 from ..messages import Message
+from ..rendering import Displayable
 from ..trace import Trace
 from ..trace.text import message_line
 from ..workflow import Executor, RunResult, Workflow, WorkflowBuilder
 from .calls import UserInput
 from .orchestrator import Orchestrator, OrchestratorState
 from .state import CHAT, IDS, MODE, SANDBOX, SETTINGS, TURN, WAITING
-
-if TYPE_CHECKING:
-    from ..display.harness import HarnessView
+from .views import Comparison, HarnessView
 
 __all__ = ["CentralizedHarness", "Harness", "StandardHarness", "Turn", "compare"]
 
@@ -62,7 +61,7 @@ def _build(root: Orchestrator, name: str) -> Workflow:
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(Displayable):
     """One user turn: what the user did, what the chat showed in reply, and the run behind it."""
 
     number: int
@@ -75,21 +74,8 @@ class Turn:
         lines += ["  " + message_line(m, 96) for m in self.shown]
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.to_text()
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle
-        from ..display.harness import chat_html
-        from ..display.html import container
-
-        def html() -> str:
-            return container(f'<div class="meta">turn {self.number}</div>{chat_html((self.user, *self.shown))}')
-
-        return mimebundle(self.to_text(), html, include, exclude)
-
-
-class Harness:
+class Harness(Displayable):
     """One conversation through an orchestrator and its components (use a subclass)."""
 
     mode: ClassVar[str] = "standard"
@@ -215,21 +201,14 @@ class Harness:
 
     def view(self, turn: int | None = None, **options: Any) -> HarnessView:
         """The run view of one turn (the last by default) with the user's chat as its own column."""
-        from ..display.harness import HarnessView
-
         return HarnessView(self, turn=turn, **options)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.orchestrator.id!r}, turns={len(self._turns)})"
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
-        if not self._turns:
-            from ..display.bundle import mimebundle
-
-            return mimebundle(
-                f"{self!r}: no turns yet", lambda: self.workflow._repr_mimebundle_()["text/html"], include, exclude
-            )
-        return self.view()._repr_mimebundle_(include, exclude)
+    def to_text(self) -> str:
+        """The last turn's view as text, or that there is none yet."""
+        return self.view().to_text() if self._turns else f"{self!r}: no turns yet"
 
 
 class StandardHarness(Harness):
@@ -271,8 +250,6 @@ class CentralizedHarness(Harness):
         )
 
 
-def compare(*harnesses: Harness) -> Any:
+def compare(*harnesses: Harness) -> Comparison:
     """Harnesses side by side (a display): each one's chat and the gaps found in it."""
-    from ..display.harness import Comparison
-
     return Comparison(*harnesses)

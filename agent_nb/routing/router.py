@@ -33,6 +33,7 @@ from ..errors import (
     did_you_mean,
 )
 from ..messages import ChatResponse, ChatResponseUpdate, Message
+from ..rendering import Displayable
 from ..sessions import AgentSession
 from .history_check import HistoryScan, check_history, repair_history
 
@@ -54,7 +55,7 @@ class _Checked:
         self.route, self.caps, self.messages, self.scan = route, caps, messages, scan
 
 
-class RoutingChatClient:
+class RoutingChatClient(Displayable):
     """A chat client that sends each request to the active route of the request's session.
 
     Args:
@@ -263,9 +264,3 @@ class RoutingChatClient:
 
     def __repr__(self) -> str:
         return f"RoutingChatClient({list(self._routes)}, default_route={self.default_route!r})"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle
-        from ..display.state import routes_html
-
-        return mimebundle(repr(self), lambda: routes_html(self), include, exclude)

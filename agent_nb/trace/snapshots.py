@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from ..errors import did_you_mean
 from ..messages import AgentResponse, Message
+from ..rendering import Displayable
 from .text import describe_state, describe_value, trace_text
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ class Sent:
 
 
 @dataclass(frozen=True, slots=True)
-class ContextSnapshot:
+class ContextSnapshot(Displayable):
     """One invocation of one executor."""
 
     executor_id: str
@@ -80,12 +81,9 @@ class ContextSnapshot:
             return "answered"
         return "cached" if self.kind == "agent" else "ran"
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle
-        from ..display.context import snapshot_html
-        from ..display.html import container
-
-        return mimebundle(Trace([self]).to_text(), lambda: container(snapshot_html(self)), include, exclude)
+    def to_text(self) -> str:
+        """The invocation as the trace's text report shows it."""
+        return trace_text(Trace([self]))
 
     def reassigned(self) -> tuple[bool, ...]:
         """Per message of ``given``: whether its role was reassigned (another agent's reply handed over as user)."""
@@ -96,7 +94,7 @@ class ContextSnapshot:
         return tuple(g is not c for g, c in zip(self.given, self.cached, strict=True))
 
 
-class Trace(Sequence[ContextSnapshot]):
+class Trace(Displayable, Sequence[ContextSnapshot]):
     """The snapshots of one run, in the order invocations started.
 
     ``str(trace)`` is a readable report (no timings, so it is stable);
@@ -193,14 +191,5 @@ class Trace(Sequence[ContextSnapshot]):
         """A plain-text report: per invocation, what arrived, what was kept and dropped, what was answered."""
         return trace_text(self, width=width, timings=timings)
 
-    def __str__(self) -> str:
-        return self.to_text()
-
     def __repr__(self) -> str:
         return f"Trace({len(self)} snapshots, executors={list(self.executor_ids)})"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle  # displays are loaded when something is shown
-        from ..display.context import trace_html
-
-        return mimebundle(self.to_text(), lambda: trace_html(self), include, exclude)

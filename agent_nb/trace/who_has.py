@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from ..contents import shorten
 from ..messages import AgentResponse, ChatResponse, Message
+from ..rendering import Displayable
 
 if TYPE_CHECKING:
     from .snapshots import ContextSnapshot, Trace
@@ -147,7 +148,7 @@ class _Finder:
         return context, self.ids(s.wrote), returned
 
 
-class FactTable:
+class FactTable(Displayable):
     """The answer to "who has this fact?": one row per viewpoint, in the order of the trace."""
 
     def __init__(self, fact: Fact, rows: Sequence[Holder]) -> None:
@@ -184,17 +185,8 @@ class FactTable:
                     lines.append(shorten(f"  {r.viewpoint} {label}: " + "; ".join(map(str, where)), width))
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.to_text()
-
     def __repr__(self) -> str:
         return f"FactTable({self.label}, {len(self.rows)} viewpoints)"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle
-        from ..display.tables import fact_table_html
-
-        return mimebundle(self.to_text(), lambda: fact_table_html(self), include, exclude)
 
 
 def who_has(trace: Trace, fact: Fact) -> FactTable:
@@ -225,7 +217,7 @@ def who_has(trace: Trace, fact: Fact) -> FactTable:
     return FactTable(fact, rows)
 
 
-class ContextTable:
+class ContextTable(Displayable):
     """Several facts against every viewpoint: the documents' table, computed from a run."""
 
     def __init__(self, tables: Mapping[str, FactTable]) -> None:
@@ -264,15 +256,6 @@ class ContextTable:
             lines.append(f"{viewpoint:<{name}}  {cells}")
         lines.append(LEGEND)
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle
-        from ..display.tables import context_table_html
-
-        return mimebundle(self.to_text(), lambda: context_table_html(self), include, exclude)
 
 
 def context_table(trace: Trace, facts: Mapping[str, Fact]) -> ContextTable:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ..dialogue import Dialogue, Exchange
+from ..display.graph import workflow_html
 from ..display.html import container, escape
 from ..display.transcript import transcript_html
 from ..messages import AgentResponseUpdate
@@ -194,7 +195,7 @@ class Playground(w.VBox):  # type: ignore[misc]
         else:
             self.view.value = container(
                 f'<div class="meta">{escape(d.workflow.name)}: no turns yet</div>'
-                f'<div class="graph">{d.workflow._repr_mimebundle_()["text/html"]}</div>'
+                f'<div class="graph">{workflow_html(d.workflow)}</div>'
             )
 
     def _export(self, write: Any) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..rendering import Displayable
 from ..trace import Trace
 from .events import WorkflowEvent
 from .requests import PendingRequest
@@ -17,7 +18,7 @@ __all__ = ["RunResult"]
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(Displayable):
     """What ``await workflow.run(...)`` returns."""
 
     events: tuple[WorkflowEvent, ...]
@@ -53,8 +54,6 @@ class RunResult:
             f"snapshots={len(self.trace)}{pending})"
         )
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle
-        from ..display.run import run_view
-
-        return mimebundle(f"{self!r}\n{self.trace.to_text()}", lambda: run_view(self), include, exclude)
+    def to_text(self) -> str:
+        """What the run was, then its trace's text report."""
+        return f"{self!r}\n{self.trace.to_text()}"

@@ -6,6 +6,7 @@ from collections.abc import AsyncGenerator, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..errors import InputTypeError, RequestError, UsageError, WorkflowBusyError, did_you_mean
+from ..rendering import Displayable, render
 from ..sync import run_sync
 from .edges import Edge, EdgeGroup
 from .events import WorkflowEvent
@@ -23,7 +24,7 @@ __all__ = ["Workflow", "WorkflowRunStream"]
 _END = object()
 
 
-class Workflow:
+class Workflow(Displayable):
     """A validated graph of executors, made by ``WorkflowBuilder.build()``.
 
     Executors keep their state between runs (an agent executor its conversation and
@@ -246,32 +247,19 @@ class Workflow:
 
     def to_mermaid(self) -> str:
         """The graph as a Mermaid flowchart (text, for documents)."""
-        from ..display.graph import graph_of
-        from ..display.mermaid import to_mermaid
-
-        return to_mermaid(graph_of(self))
+        return str(render(self, "mermaid"))
 
     def to_dot(self) -> str:
         """The graph in Graphviz DOT (text; agent_nb itself never needs Graphviz)."""
-        from ..display.graph import graph_of
-        from ..display.mermaid import to_dot
-
-        return to_dot(graph_of(self))
+        return str(render(self, "dot"))
 
     def to_figure(self) -> Any:
         """The graph as a matplotlib figure: ``workflow.to_figure().savefig("graph.png")``."""
-        from ..display.graph import graph_of
-        from ..display.plots import graph_figure
+        return render(self, "figure")
 
-        return graph_figure(graph_of(self))
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
-        from ..display.bundle import mimebundle
-        from ..display.graph import graph_of, graph_svg
-        from ..display.html import container
-
-        plain = f"{self!r}\n" + "\n".join(f"  {e.source} -> {e.target}" for e in self.edges)
-        return mimebundle(plain, lambda: container(graph_svg(graph_of(self))), include, exclude)
+    def to_text(self) -> str:
+        """The workflow and its edges, one per line."""
+        return f"{self!r}\n" + "\n".join(f"  {e.source} -> {e.target}" for e in self.edges)
 
     def __repr__(self) -> str:
         return f"Workflow({self.name!r}, executors={list(self.executors)}, start={self.start_executor_id!r})"

@@ -140,7 +140,9 @@ async def test_every_object_a_user_looks_at_has_a_bundle():
         bundle = obj._repr_mimebundle_()
         assert set(bundle) == {"text/plain", "text/html"}, type(obj)
         assert set(obj._repr_mimebundle_(exclude=["text/html"])) == {"text/plain"}
-        assert set(obj._repr_mimebundle_(include=["text/html"])) == {"text/html"}
+        # text/plain is always there: it is what a terminal, a log or a sanitising renderer falls back on
+        assert set(obj._repr_mimebundle_(include=["text/html"])) == {"text/plain", "text/html"}
+        assert str(obj) == bundle["text/plain"]
     assert "stored history · 1 messages" in session._repr_mimebundle_()["text/html"]
     assert "echo (default)" in router._repr_mimebundle_()["text/html"]
 
