@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .html import container, escape
+from .html import container, escape, stylesheet
 
 if TYPE_CHECKING:
     from ..trace import Trace
@@ -195,20 +195,7 @@ def layout(graph: Graph) -> _Layout:
 
 # -- SVG ---------------------------------------------------------------------------------
 
-_STYLE = (
-    ".anb-graph{font-family:system-ui,-apple-system,'Segoe UI',sans-serif}"
-    ".anb-graph .n rect{fill:var(--anb-bg,#fff);stroke:var(--anb-border,#8c959f)}"
-    ".anb-graph .n.start rect{stroke:var(--anb-accent,#0969da);stroke-width:2.5}"
-    ".anb-graph .n.ran rect{stroke:var(--anb-ok,#1a7f37);fill:var(--anb-ok-bg,#dafbe1)}"
-    ".anb-graph .n.failed rect{stroke:var(--anb-fail,#cf222e);fill:var(--anb-fail-bg,#ffebe9)}"
-    ".anb-graph .n.waiting rect{stroke:var(--anb-wait,#9a6700);fill:var(--anb-wait-bg,#fff8c5)}"
-    ".anb-graph .n.notrun rect{stroke-dasharray:4 3;fill:var(--anb-panel,#f6f8fa)}"
-    ".anb-graph .id{fill:var(--anb-fg,#1f2328);font-size:13px;font-weight:600}"
-    ".anb-graph .cap,.anb-graph .lbl{fill:var(--anb-muted,#57606a);font-size:11px}"
-    ".anb-graph .e{stroke:var(--anb-muted,#57606a);fill:none;stroke-width:1.4}"
-    ".anb-graph .lbl{paint-order:stroke;stroke:var(--anb-bg,#fff);stroke-width:4px}"
-    ".anb-graph .mark{fill:var(--anb-muted,#57606a)}"
-)
+_STYLE = stylesheet("graph")
 
 
 def _clip(text: str, limit: int) -> str:

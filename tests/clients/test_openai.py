@@ -179,6 +179,21 @@ async def test_server_errors_become_agent_nb_errors_without_the_key(status, erro
     assert info.value.retryable == (status in (429, 503))
 
 
+@pytest.mark.parametrize("client", [OpenAIChatClient, OpenAIResponsesClient])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_both_apis_translate_errors_the_same_way_streamed_or_not(client, stream):
+    body = {"error": {"message": f"slow down (you sent {KEY})", "type": "x"}}
+    server = Server(httpx.Response(429, json=body))
+    model = client("gemma-test", client=server.sdk())
+    with pytest.raises(ModelRateLimited, match=r"rate limited \(429\): slow down \(you sent \*\*\*\)") as info:
+        if stream:
+            async for _ in model.get_streaming_response([Message("user", "hi")]):
+                pass
+        else:
+            await model.get_response([Message("user", "hi")])
+    assert_no_key(info.value)
+
+
 def assert_no_key(error: BaseException) -> None:
     """The key is nowhere in the error, its message, or anything it chains to (the request lives there)."""
     assert error.__cause__ is None and error.__context__ is None, "the SDK's exception (with the request) is attached"

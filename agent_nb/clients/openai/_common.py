@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import (
     ModelBadRequest,
@@ -23,6 +23,8 @@ from ..base import Capabilities
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+T = TypeVar("T")
 
 _LOCAL_KEY = "not-needed"  # OpenAI-compatible local servers ignore the key, the SDK insists on one
 
@@ -202,8 +204,28 @@ class OpenAIClientBase:
             text = text.replace(secret, "***")
         return text
 
+    async def call(self, request: Callable[[], Awaitable[T]]) -> T:
+        """``await request()`` (a call to the service), with an SDK error raised as agent_nb's."""
+        error = None
+        try:
+            return await request()
+        except Exception as exc:
+            error = self.error(exc)
+        raise error  # outside the except: the SDK's exception (and its request headers) stays behind
+
+    async def stream(self, request: Callable[[], Awaitable[AsyncIterable[Any]]]) -> AsyncGenerator[Any, None]:
+        """The events of a streamed call to the service, with an SDK error raised as agent_nb's."""
+        error = None
+        try:
+            async for event in await request():
+                yield event
+        except Exception as exc:
+            error = self.error(exc)
+        if error is not None:
+            raise error
+
     def error(self, exc: Exception) -> Exception:
-        """The agent_nb error for an SDK error; raise it outside the ``except`` block.
+        """The agent_nb error for an SDK error; ``call`` and ``stream`` raise it outside the ``except``.
 
         Raised there, it has no ``__context__``: the SDK's exception holds the request, and
         the request holds the Authorization header.

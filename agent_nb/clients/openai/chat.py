@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from ...messages import (
@@ -71,13 +72,7 @@ class OpenAIChatClient(OpenAIClientBase):
         session: AgentSession | None = None,
     ) -> ChatResponse:
         payload = self.request(messages, options)
-        error = None
-        try:
-            completion = await self.sdk.chat.completions.create(**payload)
-        except Exception as exc:
-            error = self.error(exc)
-        if error is not None:
-            raise error  # outside the except: the SDK's exception (and its request headers) stays behind
+        completion = await self.call(lambda: self.sdk.chat.completions.create(**payload))
         choice = completion.choices[0]
         contents: list[Any] = []
         if choice.message.content:
@@ -109,10 +104,8 @@ class OpenAIChatClient(OpenAIClientBase):
         payload["stream_options"] = {"include_usage": True}
         calls: dict[int, dict[str, str]] = {}
         usage = finish = response_id = model = None
-        error = None
-        try:
-            stream = await self.sdk.chat.completions.create(**payload)
-            async for chunk in stream:
+        async with aclosing(self.stream(lambda: self.sdk.chat.completions.create(**payload))) as chunks:
+            async for chunk in chunks:
                 response_id, model = chunk.id or response_id, chunk.model or model
                 if chunk.usage is not None:
                     usage = Usage(input_tokens=chunk.usage.prompt_tokens, output_tokens=chunk.usage.completion_tokens)
@@ -127,10 +120,6 @@ class OpenAIChatClient(OpenAIClientBase):
                             slot["arguments"] += part.function.arguments or ""
                     if delta.content:
                         yield ChatResponseUpdate([delta.content], response_id=response_id, model=model)
-        except Exception as exc:
-            error = self.error(exc)
-        if error is not None:
-            raise error
         tool_calls = [
             FunctionCallContent(call_id=c["id"], name=c["name"], arguments=parse_arguments(c["arguments"]))
             for _, c in sorted(calls.items())

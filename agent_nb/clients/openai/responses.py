@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ModelError, UsageError
@@ -105,13 +106,7 @@ class OpenAIResponsesClient(OpenAIClientBase):
         session: AgentSession | None = None,
     ) -> ChatResponse:
         payload = self.request(messages, options, previous=self._previous(session))
-        error = None
-        try:
-            response = await self.sdk.responses.create(**payload)
-        except Exception as exc:
-            error = self.error(exc)
-        if error is not None:
-            raise error  # outside the except: the SDK's exception (and its request headers) stays behind
+        response = await self.call(lambda: self.sdk.responses.create(**payload))
         self._remember(session, response.id)
         contents = [c for item in response.output for c in output_contents(item)]
         return ChatResponse(
@@ -133,10 +128,8 @@ class OpenAIResponsesClient(OpenAIClientBase):
         payload["stream"] = True
         calls: list[Any] = []
         final = None
-        error: Exception | None = None
-        try:
-            stream = await self.sdk.responses.create(**payload)
-            async for event in stream:
+        async with aclosing(self.stream(lambda: self.sdk.responses.create(**payload))) as events:
+            async for event in events:
                 kind = getattr(event, "type", "")
                 if kind == "response.output_text.delta" and event.delta:
                     yield ChatResponseUpdate([event.delta], model=self.model)
@@ -145,12 +138,7 @@ class OpenAIResponsesClient(OpenAIClientBase):
                 elif kind in ("response.completed", "response.incomplete"):
                     final = event.response
                 elif kind in ("response.failed", "error"):
-                    error = ModelError(self._failure(event))
-                    break
-        except Exception as exc:
-            error = self.error(exc)
-        if error is not None:
-            raise error
+                    raise ModelError(self._failure(event))
         response_id = getattr(final, "id", None)
         self._remember(session, response_id)
         yield ChatResponseUpdate(
@@ -239,20 +227,16 @@ async def import_conversation(
         raise UsageError("import_conversation needs exactly one of response_id=... or conversation_id=...")
     sdk = source.sdk if isinstance(source, OpenAIResponsesClient) else source
     errors = source if isinstance(source, OpenAIResponsesClient) else OpenAIResponsesClient("import", client=sdk)
-    items: list[Any] = []
-    error = None
-    try:
+
+    async def fetch() -> list[Any]:
         if conversation_id is not None:
-            items = [item async for item in sdk.conversations.items.list(conversation_id, order="asc")]
-        else:
-            assert response_id is not None
-            items = [item async for item in sdk.responses.input_items.list(response_id, order="asc")]
-            items.extend((await sdk.responses.retrieve(response_id)).output)
-    except Exception as exc:
-        error = errors.error(exc)
-    if error is not None:
-        raise error
-    return _items_to_messages(items)
+            return [item async for item in sdk.conversations.items.list(conversation_id, order="asc")]
+        assert response_id is not None
+        items: list[Any] = [item async for item in sdk.responses.input_items.list(response_id, order="asc")]
+        items.extend((await sdk.responses.retrieve(response_id)).output)
+        return items
+
+    return _items_to_messages(await errors.call(fetch))
 
 
 def _append(messages: list[Message], role: str, content: Any) -> None:
