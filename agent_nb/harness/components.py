@@ -2,7 +2,7 @@
 
 Each is a workflow executor: it takes a ``ComponentCall``, records what was in its
 active context, and sends a ``ComponentResult`` back to its caller. What each one sees,
-may write and returns follows the table of the context-distribution documents:
+may write and returns follows docs/context-distribution.md#the-summary-table:
 
 - a **tool or flow** receives only the inputs the orchestrator generated, cannot write to
   the chat, and returns its outputs;

@@ -1,8 +1,9 @@
 """Finding duplicate and missed answers in a harness conversation, with the remedy for each.
 
 ``find_gaps(trace)`` reads only the trace — the user's chat, every part's active context,
-what each wrote and returned — so it reports what happened, in any harness. Each rule
-quotes, in its docstring, the sentence of the context-distribution documents it applies.
+what each wrote and returned — so it reports what happened, in any harness. Each rule's
+docstring names the section of docs/context-distribution.md it applies; all six are listed in
+docs/context-distribution.md#what-goes-wrong-the-six-findings.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Finding:
     detail: str
     remedy: str
     rule: str
-    """The sentence of the documents the finding comes from."""
+    """The rule the finding comes from, in one sentence (explained in docs/context-distribution.md)."""
 
     def __str__(self) -> str:
         return f"turn {self.turn} · {self.kind} · {self.component}: {self.detail}"
@@ -147,8 +148,8 @@ class _Conversation:
 def duplicate_answers(c: _Conversation) -> Iterator[Finding]:
     """Two parts told the user the same thing.
 
-    Documents: "while a component runs, the orchestrator cannot see what that component
-    sends to the user", and "the orchestrator does not reconcile context at the top level".
+    Rule: docs/context-distribution.md#the-standard-harness — components write to the chat
+    behind the orchestrator, which cannot see it, and nothing reconciles at the top.
     """
     for j, later in enumerate(c.answers):
         for earlier in c.answers[:j]:
@@ -193,8 +194,8 @@ def _duplicate_remedy(c: _Conversation, first: str, second: str) -> str:
 def missed_answers(c: _Conversation) -> Iterator[Finding]:
     """The user asked and got no answer, or was asked again for what they had already given.
 
-    Documents: "What a component only shows the user, or only keeps in its own variables,
-    never reaches the orchestrator."
+    Rule: docs/context-distribution.md#how-context-flows-in-and-back — what a component only
+    shows the user or keeps in its variables never reaches the orchestrator.
     """
     rule = "What a component only shows the user, or only keeps in its own variables, never reaches the orchestrator."
     for i, m in enumerate(c.chat):
@@ -244,9 +245,8 @@ def missed_answers(c: _Conversation) -> Iterator[Finding]:
 def shown_not_returned(c: _Conversation) -> Iterator[Finding]:
     """A component showed the user an answer but returned nothing that says so.
 
-    Documents: "implicit context returned by topics is plain text only, and does not say
-    whether the user saw it" — "Fix: return whatever a later step needs as a topic output,
-    and set a 'responded' status output."
+    Rule: docs/context-distribution.md#warning-1-topics-return-plain-text — implicit text does
+    not say whether the user saw it; the remedy is a 'responded' status output.
     """
     for s, result in c.results:
         if c.kind(result.caller) not in ORCHESTRATORS or not result.wrote or result.responded:
@@ -269,7 +269,8 @@ def shown_not_returned(c: _Conversation) -> Iterator[Finding]:
 def card_actions_lost(c: _Conversation) -> Iterator[Finding]:
     """A card click reached the topic's variables and nowhere else.
 
-    Documents: "Adaptive-card action buttons and the user's clicks on them never reach the context."
+    Rule: docs/context-distribution.md#warning-1-topics-return-plain-text — a card's buttons and
+    the user's click on one never reach the context; the remedy is a topic output.
     """
     for s in c.snapshots:
         call = s.received
@@ -311,9 +312,9 @@ def card_actions_lost(c: _Conversation) -> Iterator[Finding]:
 def parent_context_requests(c: _Conversation) -> Iterator[Finding]:
     """A sub-agent took up a request of its parent's conversation that was not given to it.
 
-    Documents: "If that context still contains a request that looks unanswered, the
-    connected agent may try to answer it again. A child agent has the same risk with less
-    control (always gets parent context, no setting to exclude it)."
+    Rule: docs/context-distribution.md#warning-2-sub-agents-answer-old-requests — a request that
+    looks unanswered in the parent's conversation is answered again; only a connected agent
+    can be kept out of that conversation.
     """
     for s in c.snapshots:
         call = s.received
@@ -358,8 +359,8 @@ def parent_context_requests(c: _Conversation) -> Iterator[Finding]:
 def returned_nothing(c: _Conversation) -> Iterator[Finding]:
     """A component ran and returned nothing at all.
 
-    Documents: "a component that works but returns nothing leaves the orchestrator unaware
-    of what happened."
+    Rule: docs/context-distribution.md#how-context-flows-in-and-back — a component that
+    returns neither outputs nor text leaves the orchestrator knowing nothing of what happened.
     """
     for s, result in c.results:
         if result.waiting is not None or result.implicit or any(v for v in result.outputs.values()):

@@ -3,7 +3,7 @@
 An orchestrator keeps its own active context — the user's requests, its calls and their
 results, implicit text returned by components, its own answers — and plans only from
 that. What a component shows the user directly never enters it. A connected or child
-agent is an orchestrator that is itself called as a component (``agents.py``).
+agent is an orchestrator that is itself called as a component (``subagents.py``).
 
 In a centralised harness the top orchestrator is the only one that writes to the chat:
 everything its components would show comes back to it, and it writes each thing once.

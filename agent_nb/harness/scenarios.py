@@ -1,7 +1,7 @@
-"""Ready-made scenarios: each reproduces one failure of the documents, and its fix.
+"""Ready-made scenarios: each reproduces one failure of docs/context-distribution.md, and its fix.
 
 A scenario builds fresh components (so one can run in two harnesses side by side) and
-plays a fixed script of user turns. ``fixed=True`` applies the remedy the documents give.
+plays a fixed script of user turns. ``fixed=True`` applies the remedy of docs/context-distribution.md#the-two-warnings.
 
 ```python
 harness = opening_hours().play(StandardHarness)
@@ -148,7 +148,7 @@ def flight_status(flight: Annotated[Literal["AB123", "CD456"], Field(description
 
 
 def tour() -> Scenario:
-    """Every kind of component in one conversation: the run behind the documents' table."""
+    """Every kind of component in one conversation: the run behind docs/context-distribution.md#the-summary-table."""
 
     def build() -> Orchestrator:
         seat = Topic(

@@ -50,7 +50,7 @@ class ChildAgent(Orchestrator):
 class ConnectedAgent(Orchestrator):
     """A separate agent its parent calls: its own orchestrator, instructions, tools and knowledge.
 
-    ``include_parent_context`` (default true, as in the documents' platform) decides whether
+    ``include_parent_context`` (default true; see docs/context-distribution.md#connected-agent) decides whether
     the parent's conversation enters its context; the request and inputs always do.
     """
 

@@ -218,7 +218,7 @@ def who_has(trace: Trace, fact: Fact) -> FactTable:
 
 
 class ContextTable(Displayable):
-    """Several facts against every viewpoint: the documents' table, computed from a run."""
+    """Several facts against every viewpoint: the table of docs/context-distribution.md, computed from a run."""
 
     def __init__(self, tables: Mapping[str, FactTable]) -> None:
         self.tables = dict(tables)

@@ -234,8 +234,19 @@ def test_find_gaps_needs_a_harness_trace():
         find_gaps(Trace([]))
 
 
-def test_every_rule_quotes_the_documents():
+def test_every_rule_points_to_a_section_of_the_doc():
+    """Each gap rule names its section of docs/context-distribution.md, and every such link resolves."""
+    import re
+    from pathlib import Path
+
     from agent_nb.harness import gaps
 
+    root = Path(__file__).parents[2]
+    headings = re.findall(r"^#+ (.+)$", (root / "docs" / "context-distribution.md").read_text("utf-8"), re.M)
+    anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+    link = re.compile(r"docs/context-distribution\.md#([\w-]+)")
     for rule in gaps.RULES:
-        assert "Documents:" in rule.__doc__
+        assert link.search(rule.__doc__), f"{rule.__name__} does not name its section of the doc"
+    for path in [*root.glob("agent_nb/**/*.py"), *root.glob("tests/**/*.py")]:
+        for anchor in link.findall(path.read_text("utf-8")):
+            assert anchor in anchors, f"{path.relative_to(root)}: docs/context-distribution.md has no #{anchor}"

@@ -1,4 +1,4 @@
-"""The documents' failures must come out of the simulation: asserted on what the user saw."""
+"""The failures of docs/context-distribution.md#the-two-warnings, asserted on what the user saw."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""``who_has``: the documents' table, computed from a run of every kind of component."""
+"""``who_has``: the table of docs/context-distribution.md, computed from a run of every kind of component."""
 
 import pytest
 
