@@ -1,8 +1,16 @@
-"""Test doubles shared by the tests: small agents that record what they were given."""
+"""Test doubles shared by the tests: small agents that record what they were given.
+
+Tests import this module as ``from doubles import ...`` (never through a ``tests.`` package: the
+folder has no ``__init__.py``, and pytest puts it on ``sys.path`` when it loads ``tests/conftest.py``).
+A child Python started by a test gets the same path from ``subprocess_env``.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from agent_nb import AgentResponse, AgentResponseUpdate, AgentSession, Message
@@ -49,8 +57,6 @@ class GatedClient:
     """
 
     def __init__(self, inner: Any) -> None:
-        import asyncio
-
         self.inner = inner
         self.gate = asyncio.Event()
         self.started = asyncio.Event()
@@ -68,3 +74,38 @@ class GatedClient:
                 first = False
                 self.started.set()
                 await self.gate.wait()
+
+
+class Gate:
+    """A place where the code under test stops until the test lets it go on (no sleeping, no polling).
+
+    The code under test awaits ``gate.reached()``: ``started`` is set, then it waits until the test
+    calls ``gate.open()``. The test awaits ``gate.started.wait()`` to know the code got there.
+    """
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.opened = asyncio.Event()
+
+    async def reached(self) -> None:
+        self.started.set()
+        await self.opened.wait()
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def subprocess_env(test_file: str | Path) -> dict[str, str]:
+    """The environment for a child Python that imports these helpers and the test module ``test_file``.
+
+    ``PYTHONPATH`` gets what pytest's default ("prepend") import mode puts on ``sys.path``: this
+    folder, for ``from doubles import ...``, and the test module's own folder, so that the child
+    imports the module by its base name (``from test_checkpoints import chain``), as pytest does.
+    """
+    paths = [str(TESTS), str(Path(test_file).resolve().parent)]
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+from doubles import Gate
 
 from agent_nb import (
     AgentSession,
@@ -169,7 +170,7 @@ async def test_a_failing_client_is_wrapped_with_the_cause(provider):
 
 
 async def test_a_turn_cancelled_after_its_tools_ran_stores_nothing_and_says_so(provider):
-    gate, ran = asyncio.Event(), []
+    gate, ran = Gate(), []
 
     def note(text: str) -> str:
         ran.append(text)
@@ -177,16 +178,14 @@ async def test_a_turn_cancelled_after_its_tools_ran_stores_nothing_and_says_so(p
 
     async def model(messages, options):
         if messages[-1].role == "tool":
-            await gate.wait()  # the second round never comes back
+            await gate.reached()  # the second round never comes back: the gate is never opened
             return "late"
         return Message("assistant", [FunctionCallContent(call_id="c1", name="note", arguments={"text": "x"})])
 
     agent = ChatAgent(FunctionChatClient(model), name="a", history=provider, tools=[note])
     session = agent.create_session()
     task = asyncio.ensure_future(agent.run("hi", session=session))
-    while not ran:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.01)
+    await gate.started.wait()  # the tool ran and the model's second round is under way
     task.cancel()
     with pytest.raises(asyncio.CancelledError) as info:
         await task

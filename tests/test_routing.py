@@ -5,6 +5,7 @@ from agent_nb import (
     AllAttemptsFailed,
     Capabilities,
     ChatAgent,
+    ChatResponse,
     ChatResponseUpdate,
     DataContent,
     EchoChatClient,
@@ -281,21 +282,69 @@ def test_misplaced_content_and_reused_call_ids_are_flagged():
     assert check_history(fixed, Capabilities()) == []
 
 
+class Watched(Message):
+    """A message that counts every read of its contents, whoever reads them."""
+
+    def __getattribute__(self, name: str):
+        if name == "contents":
+            READS[0] += 1
+        return super().__getattribute__(name)
+
+
+READS = [0]
+
+
+class Quiet:
+    """A route that answers without looking at the request: every read of it is the router's check."""
+
+    def __init__(self, capabilities: Capabilities | None = None) -> None:
+        self.capabilities = capabilities or Capabilities()
+
+    async def get_response(self, messages, options=None, *, session=None):
+        return ChatResponse([Message("assistant", "ok")])
+
+    async def get_streaming_response(self, messages, options=None, *, session=None):
+        yield ChatResponseUpdate(["ok"])
+
+
+async def reads_to_send(router: RoutingChatClient, messages: list[Message], session: AgentSession) -> int:
+    before = READS[0]
+    await router.get_response(messages, session=session)
+    return READS[0] - before
+
+
 async def test_the_router_checks_only_the_new_messages_of_a_session():
+    router = RoutingChatClient({"quiet": Quiet()})
+
+    async def fresh(n: int) -> int:  # the reads to check n messages the router has never seen
+        return await reads_to_send(router, [Watched("user", str(i)) for i in range(n)], AgentSession())
+
+    assert 0 < await fresh(1) < await fresh(2) < await fresh(9)  # the probe sees the check
+    session, conversation, per_turn = AgentSession(), [], []
+    for turn in range(4):
+        conversation = [*conversation, Watched("user", f"question {turn}")]  # a new list, the same messages
+        per_turn.append(await reads_to_send(router, conversation, session))
+        conversation.append(Watched("assistant", f"answer {turn}"))
+    # the first turn is checked whole; every later one only for its two new messages, however long the history
+    assert per_turn == [await fresh(1), await fresh(2), await fresh(2), await fresh(2)]
+    # a reloaded history (equal messages, not the same objects) is checked afresh
+    reloaded = [Watched(m.role, m.text, author_name=m.author_name) for m in conversation]
+    reloaded.append(Watched("user", "question 4"))
+    assert await reads_to_send(router, reloaded, session) == await fresh(9)
+    # and so is the next turn after the route's capabilities changed
+    router.remove_route("quiet")
+    router.add_route("quiet", Quiet(Capabilities(images=False)))
+    reloaded += [Watched("assistant", "answer 4"), Watched("user", "question 5")]
+    new_caps = await reads_to_send(router, [Watched("user", str(i)) for i in range(11)], AgentSession())
+    assert await reads_to_send(router, reloaded, session) == new_caps
+
+
+async def test_a_problem_in_a_sessions_new_messages_is_found_and_new_capabilities_start_over():
     router = RoutingChatClient({"echo": EchoChatClient()})
     agent = ChatAgent(router, name="a", instructions="Be brief.", history=InMemoryHistoryProvider())
     session = agent.create_session()
-    scans = []
     for text in ("one", "two", "three"):
         await agent.run(text, session=session)
-        scans.append(router._checked[session.session_id].scan)
-    assert scans[0] is scans[1] is scans[2]  # one scan, resumed turn after turn
-    assert scans[2].count == 6 and len(router._checked[session.session_id].messages) == 6
-    other = AgentSession()
-    await InMemoryHistoryProvider().save(other, [Message("user", "copy")])  # equal, not identical, messages
-    await agent.run("one", session=other)
-    assert router._checked[other.session_id].scan is not scans[0]
-    # a problem in the new tail is still found, and a change of capabilities starts over
     await agent.history.save(session, [Message("user", "q"), RESULT])
     with pytest.raises(RouteIncompatibleError, match="answers no call"):
         await agent.run("four", session=session)

@@ -209,21 +209,22 @@ async def test_results_come_back_json_ready():
 
 async def test_sync_tools_do_not_freeze_the_event_loop():
     import asyncio
-    import time
+    import threading
 
-    def slow(x: int) -> int:
-        time.sleep(0.2)
-        return x
+    loop = asyncio.get_running_loop()
+    started = asyncio.Event()  # set on the loop once the tool has begun
+    answered = threading.Event()  # set by a coroutine on the loop; the tool waits for it
 
-    ticks = 0
+    def needs_the_loop(x: int) -> str:
+        loop.call_soon_threadsafe(started.set)
+        # only a loop that goes on running while the tool runs can answer; on the loop's own
+        # thread the tool would wait in vain (the timeout only keeps such a failure from hanging)
+        return f"{x}: the loop answered" if answered.wait(timeout=5) else f"{x}: the loop was frozen"
 
-    async def ticker():
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
+    async def answer() -> None:
+        await started.wait()
+        answered.set()
 
-    task = asyncio.ensure_future(ticker())
-    assert await FunctionTool(slow).invoke({"x": 3}) == 3
-    task.cancel()
-    assert ticks >= 5
+    task = asyncio.ensure_future(answer())
+    assert await FunctionTool(needs_the_loop).invoke({"x": 3}) == "3: the loop answered"
+    await task

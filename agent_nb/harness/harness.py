@@ -157,6 +157,11 @@ class Harness(Displayable):
     # -- what there is to see ---------------------------------------------------------
 
     @property
+    def state(self) -> Mapping[str, Any]:
+        """What the harness keeps between turns (read-only): the chat, each part's state, what it waits on."""
+        return self._state
+
+    @property
     def transcript(self) -> tuple[Message, ...]:
         """The user's chat: everything the user wrote and was shown, in order."""
         return tuple(self._state.get(CHAT, ()))

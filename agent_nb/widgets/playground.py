@@ -119,6 +119,13 @@ class Playground(w.VBox):  # type: ignore[misc]
         task.add_done_callback(self._tasks.discard)
         return task
 
+    async def wait(self) -> None:
+        """Wait until everything started from the controls (Send, Enter) has finished."""
+        import asyncio
+
+        while self._tasks:
+            await asyncio.gather(*self._tasks)
+
     def reset(self) -> None:
         """Start the conversation again (routes and modes stay as chosen)."""
         try:

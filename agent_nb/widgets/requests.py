@@ -75,6 +75,13 @@ class RequestsForm(w.VBox):  # type: ignore[misc]
         task.add_done_callback(self._tasks.discard)
         return task
 
+    async def wait(self) -> None:
+        """Wait until everything started from the controls (a click, a typed answer) has finished."""
+        import asyncio
+
+        while self._tasks:
+            await asyncio.gather(*self._tasks)
+
     async def _answer(self, request_id: str, value: Any) -> RunResult | None:
         self.status.value = container(f'<div class="meta">answering {escape(request_id)}…</div>')
         try:

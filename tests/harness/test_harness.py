@@ -26,7 +26,7 @@ SOURCES = {"Hours": "Our opening hours are 9:00 to 17:00."}
 
 def frozen(h):
     """Everything a turn could change."""
-    return h.transcript, dict(h._state), len(h.turns)
+    return h.transcript, dict(h.state), len(h.turns)
 
 
 async def test_clicking_without_a_card_or_on_a_missing_button_says_what_to_do():

@@ -1,6 +1,5 @@
 """The playground and its parts, driven from Python the way a browser would drive them."""
 
-import asyncio
 import json
 
 from doubles import GatedClient
@@ -27,7 +26,7 @@ def trip(router):
 
 
 async def settle(pg):
-    await asyncio.gather(*pg._tasks)
+    await pg.wait()
 
 
 async def test_send_switch_route_and_mode_and_send_again():

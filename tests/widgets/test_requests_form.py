@@ -1,6 +1,5 @@
 """The requests form, driven from Python the way a browser would drive it."""
 
-import asyncio
 
 from agent_nb import Executor, RequestResponse, WorkflowBuilder, WorkflowContext, handler
 from agent_nb.widgets import RequestsForm
@@ -36,14 +35,14 @@ async def test_approve_then_type_an_answer_and_the_run_finishes():
     assert "Refund &lt;b&gt;A7 &lt;script&gt;&lt;/b&gt;?" in html and "<script>" not in html
     row.approve.click()
     assert row.approve.disabled  # no second answer while the run goes on
-    await asyncio.gather(*form._tasks)
+    await form.wait()
     (row,) = form.rows.values()
     assert row.request.prompt == "Why?" and row.text is not None
     row.text.value = "it arrived broken"
     row.submit.click()
-    await asyncio.gather(*form._tasks)
+    await form.wait()
     assert form.last_result.get_outputs() == ["refunded because it arrived broken"]
-    assert form.rows == {} and "no pending requests" in form._box.children[0].value
+    assert form.rows == {} and "no pending requests" in form.children[0].children[0].value
     assert "the run is completed" in form.status.value
 
 
@@ -56,5 +55,5 @@ async def test_reject_button_and_a_refused_answer_changes_nothing():
     assert "RequestError" in form.status.value and "must be bool" in form.status.value
     assert workflow.pending_requests[0].request_id == rid and not form.rows[rid].approve.disabled
     form.rows[rid].reject.click()
-    await asyncio.gather(*form._tasks)
+    await form.wait()
     assert form.last_result.get_outputs() == ["refused"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doubles import RecordingAgent, subprocess_env
 
 from agent_nb import (
     AgentExecutor,
@@ -31,7 +34,6 @@ from agent_nb.workflow import (
     InMemoryCheckpointStorage,
     SQLiteCheckpointStorage,
 )
-from tests.doubles import RecordingAgent
 
 STORAGES = ["memory", "file", "sqlite"]
 
@@ -106,8 +108,7 @@ def test_resuming_in_a_new_process_from_the_file_storage(tmp_path: Path) -> None
     script = textwrap.dedent(
         f"""
         import asyncio, sys
-        sys.path.insert(0, {str(Path(__file__).parents[2])!r})
-        from tests.workflow.test_checkpoints import chain
+        from test_checkpoints import chain
         from agent_nb.workflow import FileCheckpointStorage
 
         async def main(step):
@@ -126,9 +127,10 @@ def test_resuming_in_a_new_process_from_the_file_storage(tmp_path: Path) -> None
     )
     path = tmp_path / "job.py"
     path.write_text(script)
-    first = subprocess.run([sys.executable, str(path), "first"], capture_output=True, text=True, check=True)
+    env = subprocess_env(__file__)
+    first = subprocess.run([sys.executable, str(path), "first"], env=env, capture_output=True, text=True, check=True)
     second = subprocess.run(
-        [sys.executable, str(path), "second", first.stdout.strip()], capture_output=True, text=True, check=True
+        [sys.executable, str(path), "second", first.stdout.strip()], env=env, capture_output=True, text=True, check=True
     )
     assert second.stdout.strip() == "[0, 1, 1] a2 saw 3"
 
@@ -435,14 +437,21 @@ async def test_delete_and_latest_by_workflow(kind: str, tmp_path: Path) -> None:
 
 
 async def test_a_tampered_sqlite_row_is_detected(tmp_path: Path) -> None:
-    storage = SQLiteCheckpointStorage(tmp_path / "c.db")
+    path = tmp_path / "c.db"
+    storage = SQLiteCheckpointStorage(path)
     workflow, _ = chain(2, storage=storage)
     await workflow.run("hello")
     mid = storage.list()[1].id
-    storage._db.execute("UPDATE checkpoints SET body = replace(body, 'a0', 'zz') WHERE id = ?", (mid,))
+    # someone else edits the file: another connection, as another program would
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as other:
+        edited = other.execute("UPDATE checkpoints SET body = replace(body, 'a0', 'zz') WHERE id = ?", (mid,))
+        assert edited.rowcount == 1
     with pytest.raises(CheckpointError, match="changed after it was written"):
-        await _resume(storage, mid)
+        await _resume(storage, mid)  # the storage that wrote it
     storage.close()
+    reopened = SQLiteCheckpointStorage(path)  # and a new one on the same file
+    with contextlib.closing(reopened), pytest.raises(CheckpointError, match="changed after it was written"):
+        await _resume(reopened, mid)
 
 
 def test_the_log_is_json_lines(tmp_path: Path) -> None:

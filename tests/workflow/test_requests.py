@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doubles import subprocess_env
 
 from agent_nb import (
     AgentExecutor,
@@ -95,9 +96,8 @@ async def test_pending_requests_survive_a_checkpoint_and_a_new_process(tmp_path:
     first = await reviewer_workflow(FileCheckpointStorage(tmp_path)).run("the draft")
     script = textwrap.dedent(
         f"""
-        import asyncio, sys
-        sys.path.insert(0, {str(Path(__file__).parents[2])!r})
-        from tests.workflow.test_requests import reviewer_workflow
+        import asyncio
+        from test_requests import reviewer_workflow
         from agent_nb.workflow import FileCheckpointStorage
 
         async def main():
@@ -113,7 +113,10 @@ async def test_pending_requests_survive_a_checkpoint_and_a_new_process(tmp_path:
         """
     )
     (tmp_path / "answer.py").write_text(script)
-    done = subprocess.run([sys.executable, str(tmp_path / "answer.py")], capture_output=True, text=True, check=True)
+    env = subprocess_env(__file__)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "answer.py")], env=env, capture_output=True, text=True, check=True
+    )
     assert done.stdout.strip() == "completed ['published']"
 
 

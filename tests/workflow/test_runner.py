@@ -2,10 +2,9 @@ import asyncio
 import subprocess
 import sys
 import textwrap
-from typing import ClassVar
 
 import pytest
-from doubles import RecordingAgent
+from doubles import Gate, RecordingAgent
 
 from agent_nb import (
     AgentExecutor,
@@ -23,16 +22,17 @@ from agent_nb import (
 
 
 class Relay(Executor):
-    """Appends its id; yields when it is a sink."""
+    """Appends its id; yields when it is a sink. With a ``gate`` it stops at the gate until the test opens it."""
 
-    def __init__(self, id, *, sleep=0.0, log=None):
+    def __init__(self, id, *, gate: Gate | None = None, log=None):
         super().__init__(id)
-        self.sleep, self.log = sleep, log if log is not None else []
+        self.gate, self.log = gate, log if log is not None else []
 
     @handler
     async def on(self, text: str, ctx: WorkflowContext[str, str]) -> None:
         self.log.append(("start", self.id, ctx.superstep))
-        await asyncio.sleep(self.sleep)
+        if self.gate is not None:
+            await self.gate.reached()
         self.log.append(("end", self.id, ctx.superstep))
         await ctx.send_message(f"{text}>{self.id}")
         await ctx.yield_output(f"{text}>{self.id}")
@@ -59,10 +59,26 @@ async def test_messages_sent_in_one_superstep_arrive_in_the_next():
 
 async def test_executors_of_one_superstep_run_concurrently():
     log: list = []
+
+    class Meeting(Executor):
+        """Goes on only once the other one has started too: run one after the other, neither would."""
+
+        def __init__(self, id, here: asyncio.Event, other: asyncio.Event):
+            super().__init__(id)
+            self.here, self.other = here, other
+
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
+            log.append(("start", self.id, ctx.superstep))
+            self.here.set()
+            await self.other.wait()
+            log.append(("end", self.id, ctx.superstep))
+
+    b_started, c_started = asyncio.Event(), asyncio.Event()
     a = Relay("a", log=log)
-    b, c = Relay("b", sleep=0.05, log=log), Relay("c", sleep=0.05, log=log)
+    b, c = Meeting("b", b_started, c_started), Meeting("c", c_started, b_started)
     wf = WorkflowBuilder(start_executor=a).add_fan_out_edges(a, [b, c]).build()
-    await wf.run("x")
+    await asyncio.wait_for(wf.run("x"), 5)  # run one by one, the first would wait for ever: fail, do not hang
     assert log[2:4] == [("start", "b", 2), ("start", "c", 2)]  # both started before either ended
 
 
@@ -215,34 +231,41 @@ async def test_an_executor_that_raises_fails_the_run_and_leaves_nothing_behind()
 
 
 async def test_when_one_executor_fails_its_siblings_are_cancelled():
-    class Slow(Executor):
-        finished = False
+    gate, ends = Gate(), []  # the gate is never opened: the slow sibling can only end by being cancelled
 
+    class Slow(Executor):
         @handler
         async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
-            await asyncio.sleep(5)
-            Slow.finished = True
+            try:
+                await gate.reached()
+                ends.append("finished")
+            except asyncio.CancelledError:
+                ends.append("cancelled")
+                raise
 
     class Boom(Executor):
         @handler
         async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
+            await gate.started.wait()  # fail only once the sibling is running
             raise RuntimeError("boom")
 
     start = Relay("start")
     wf = WorkflowBuilder(start_executor=start).add_fan_out_edges(start, [Slow("slow"), Boom("boom")]).build()
     with pytest.raises(StepFailed, match="boom"):
-        await asyncio.wait_for(wf.run("x"), 2)
-    assert not Slow.finished
+        await asyncio.wait_for(wf.run("x"), 5)  # a safety net: without the cancellation the run would never end
+    assert ends == ["cancelled"]
 
 
 async def test_one_run_at_a_time():
-    wf = WorkflowBuilder(start_executor=Relay("a", sleep=0.05)).build()
+    gate = Gate()
+    wf = WorkflowBuilder(start_executor=Relay("a", gate=gate)).build()
     first = asyncio.ensure_future(wf.run("x"))
-    await asyncio.sleep(0.01)
+    await gate.started.wait()  # the first run is inside its executor
     with pytest.raises(WorkflowBusyError, match="already running"):
         await wf.run("y")
-    await first
-    await wf.run("z")  # free again
+    gate.open()
+    assert (await first).get_outputs() == ["x>a"]
+    assert (await wf.run("z")).get_outputs() == ["z>a"]  # free again
 
 
 async def test_streaming_yields_updates_as_output_events_and_sets_result():
@@ -264,22 +287,32 @@ async def test_the_stream_is_an_async_iterator():
 
 
 async def test_leaving_a_stream_early_cancels_the_run_rolls_back_and_frees_the_workflow():
-    class Sleeper(Executor):
-        naps: ClassVar[list[float]] = [5.0]
+    gate, ends = Gate(), []
+    gates = [gate]  # the first run stops at a gate that is never opened; later runs go straight on
 
+    class Stuck(Executor):
         @handler
         async def on(self, response: AgentExecutorResponse, ctx: WorkflowContext) -> None:
-            await asyncio.sleep(self.naps.pop() if self.naps else 0)
+            if gates:
+                try:
+                    await gates.pop().reached()
+                except asyncio.CancelledError:
+                    ends.append("cancelled")
+                    raise
 
     ex = AgentExecutor(RecordingAgent("first"))
-    wf = WorkflowBuilder(start_executor=ex).add_edge(ex, Sleeper("slow")).build()
+    wf = WorkflowBuilder(start_executor=ex).add_edge(ex, Stuck("slow")).build()
     async with wf.run("x", stream=True) as stream:
         async for event in stream:
             if event.type == "executor_invoked" and event.executor_id == "slow":
                 break
-    assert not wf._running
+        await asyncio.wait_for(gate.started.wait(), 5)  # the slow executor is running
+        with pytest.raises(WorkflowBusyError, match="already running"):
+            await wf.run("meanwhile")  # still busy while the stream is open
+    assert ends == ["cancelled"]
     assert len(ex.conversation) == 0  # the first hop of the cancelled run was undone
-    assert (await asyncio.wait_for(wf.run("again"), 1)).status == "completed"
+    again = await asyncio.wait_for(wf.run("again"), 5)  # free again: the next run is accepted and completes
+    assert again.status == "completed" and ex.conversation.to_list()[0].text == "again"
 
 
 def test_run_sync_in_a_plain_script():
@@ -391,7 +424,8 @@ class Counter(Executor):
 
     @handler
     async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
-        self.seen.append((ctx.superstep, dict(ctx._run.state)))
+        as_it_stood = {k: ctx.get_state(k) for k in ("a", "b", "note")}  # before this invocation's own update
+        self.seen.append((ctx.superstep, {k: v for k, v in as_it_stood.items() if v is not None}))
         ctx.set_state(self.id, ctx.get_state(self.id, 0) + 1)
         assert ctx.get_state(self.id) >= 1  # its own update at once
         if text == "boom" and ctx.superstep == 2:
