@@ -12,19 +12,15 @@ from ..messages import Message
 from ..trace.text import message_body
 from ..trace.who_has import matcher, strings_of
 from .chat import chat_html
+from .graph import workflow_html
 from .html import container, escape
+from .run import run_view
 
 if TYPE_CHECKING:
     from ..harness.harness import Harness, Turn
     from ..harness.views import Comparison, HarnessView
 
-__all__ = [
-    "comparison_html",
-    "harness_html",
-    "harness_view_html",
-    "turn_html",
-    "unseen_by",
-]
+__all__ = ["comparison_html", "harness_html", "harness_view_html", "turn_html", "unseen_by"]
 
 UNSEEN = "never reached the orchestrator"
 
@@ -55,8 +51,6 @@ def unseen_by(harness: Harness, up_to_turn: int) -> dict[str, str]:
 
 def harness_view_html(view: HarnessView) -> str:
     """One turn's run view, with the user's chat up to that turn as its first column."""
-    from .run import run_view
-
     harness, number = view.harness, view.index + 1
     chat = [m for m in harness.transcript if _turn_of(m) <= number]
     results = [t.result for t in harness.turns]
@@ -66,8 +60,6 @@ def harness_view_html(view: HarnessView) -> str:
 def harness_html(harness: Harness) -> str:
     """The last turn's view; before the first turn, the harness's graph."""
     if not harness.turns:
-        from .graph import workflow_html
-
         return workflow_html(harness.workflow)
     return harness_view_html(harness.view())
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..clients.base import capabilities_of, history_mode_of
 from ..messages import Message, estimate_tokens
 from ..rendering import Displayable
 from .html import Theme, bubble, container, escape, fold_list
@@ -67,8 +68,6 @@ def session_html(session: AgentSession, *, theme: Theme = "auto", history_key: s
 
 def routes_html(router: RoutingChatClient, *, theme: Theme = "auto") -> str:
     """A router's routes: which client, how it keeps history, what it accepts, which is the default."""
-    from ..clients.base import capabilities_of, history_mode_of
-
     default = router.default_route or next(iter(router.routes), None)
     rows = []
     for name, client in router.routes.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..trace.who_has import LEGEND
 from .html import container, escape
 
 if TYPE_CHECKING:
@@ -38,8 +39,6 @@ def context_table_html(table: ContextTable) -> str:
     for viewpoint, kind, marks in table.rows():
         cells = "".join(f'<td class="{"yes" if m.strip("·") else "no"}">{escape(m)}</td>' for m in marks)
         body.append(f'<tr><th>{escape(viewpoint)} <span class="meta">{escape(kind)}</span></th>{cells}</tr>')
-    from ..trace.who_has import LEGEND
-
     legend = f'<div class="meta">{escape(LEGEND)}</div>'
     return container(f"<table><tr><th>viewpoint</th>{head}</tr>{''.join(body)}</table>{legend}")
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .html import container, escape, page
+from .run import run_view
 
 if TYPE_CHECKING:
     from ..dialogue import Dialogue, Exchange
@@ -58,8 +59,6 @@ def transcript_html(
 
 def dialogue_page(dialogue: Dialogue) -> str:
     """A self-contained HTML page: the transcript, then the run view of every turn."""
-    from .run import run_view
-
     body = [f"<h2>{escape(dialogue.workflow.name)}</h2>", transcript_html(dialogue.exchanges)]
     results = dialogue.results
     for i in range(len(results)):
