@@ -26,6 +26,7 @@ from .conversation import Conversation
 from .errors import (
     AgentNbError,
     AllAttemptsFailed,
+    ArgumentError,
     BudgetExceeded,
     CassetteError,
     CheckpointError,
@@ -134,6 +135,7 @@ __all__ = [
     "AgentResponseUpdate",
     "AgentSession",
     "AllAttemptsFailed",
+    "ArgumentError",
     "BudgetExceeded",
     "Capabilities",
     "CassetteError",

@@ -3,6 +3,8 @@
 ```
 AgentNbError
 ├── UsageError                  the API was misused; the message says how to fix it
+│   ├── ArgumentError           a bad argument: names it, the value given and what is accepted
+│   │                           (also a TypeError and a ValueError)
 │   ├── WorkflowValidationError a graph that cannot run (raised by ``build()``)
 │   ├── InputTypeError          a message no handler of the executor accepts (also a TypeError)
 │   ├── WorkflowBusyError       a workflow asked to run while it is already running
@@ -25,8 +27,10 @@ AgentNbError
         └── ToolRoundsExceeded
 ```
 
-Bad argument values (an unknown role, an unknown context mode) stay ``ValueError``
-and ``TypeError``, as in the standard library. Errors never log when created.
+A bad argument is an ``ArgumentError``, raised where the argument is given (at
+construction, not at the first run); it is also a ``TypeError`` and a ``ValueError``, so
+code that catches those, as for the standard library, keeps working. Errors never log
+when created.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10
 __all__ = [
     "AgentNbError",
     "AllAttemptsFailed",
+    "ArgumentError",
     "BudgetExceeded",
     "CassetteError",
     "CheckpointError",
@@ -64,6 +69,8 @@ __all__ = [
     "UsageError",
     "WorkflowBusyError",
     "WorkflowValidationError",
+    "bad_argument",
+    "did_you_mean",
 ]
 
 
@@ -73,6 +80,26 @@ class AgentNbError(Exception):
 
 class UsageError(AgentNbError):
     """The API was used in a way that cannot work; the message gives the fix."""
+
+
+class ArgumentError(UsageError, TypeError, ValueError):
+    """An argument agent_nb cannot take; ``bad_argument`` writes the message."""
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+def bad_argument(where: str, argument: str, value: Any, accepted: str, fix: str = "") -> ArgumentError:
+    """``ChatAgent 'planner': max_tool_rounds='3' (a str) is not accepted; give an int >= 0``.
+
+    ``where`` names what received it (the executor, route, session, or the class), ``accepted``
+    says what would be, ``fix`` what to do when that is not obvious. The value is shown short.
+    """
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:79] + "…"
+    message = f"{where}: {argument}={shown} ({type(value).__name__}) is not accepted; {accepted}"
+    return ArgumentError(message + (f"; {fix}" if fix else ""), argument=argument)
 
 
 class WorkflowValidationError(UsageError, ValueError):
