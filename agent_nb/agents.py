@@ -194,7 +194,7 @@ class _Turn:
 
     async def _request(self) -> list[Message]:
         """Steps 1 and 2: the stored conversation, then this turn's input, after the instructions."""
-        prior = await self.history.load(self.session) if self.history is not None and self.session else []
+        prior = await self._load()
         self.new = _without_contents(self.new, "user_input_request")  # a paused turn handed back whole
         approvals = {c.request_id: c for m in self.new for c in m.contents if c.type == "user_input_response"}
         if approvals:
@@ -317,10 +317,27 @@ class _Turn:
         results = await asyncio.gather(*(one(c) for c in calls))
         return Message("tool", list(results), author_name=self.agent.name)
 
+    async def _load(self) -> list[Message]:
+        """Step 1: the stored conversation, and what this run saved of it already (not yet written)."""
+        if self.history is None or self.session is None:
+            return []
+        from .history_writes import current
+
+        prior = await self.history.load(self.session)
+        writes = current()
+        return [*prior, *writes.held(self.history, self.session)] if writes is not None else prior
+
     async def _save(self) -> None:
-        """Step 5, only once everything succeeded."""
+        """Step 5, only once everything succeeded; in a workflow run, only once the whole run has."""
         if self.history is not None and self.session is not None:
-            await self.history.save(self.session, [*self.new, *self.produced])
+            from .history_writes import current
+
+            messages = [*self.new, *self.produced]
+            writes = current()
+            if writes is not None:
+                writes.hold(self.history, self.session, messages)
+            else:
+                await self.history.save(self.session, messages)
 
     def _model_error(self, exc: Exception) -> ModelError:
         """A chat client's own exception, named as what it is: the model call failed."""

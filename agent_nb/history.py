@@ -14,6 +14,7 @@ agent = ChatAgent(router, name="assistant", history=history)
 from __future__ import annotations
 
 import gc
+import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -140,13 +141,15 @@ class InMemoryHistoryProvider:
 
 
 class SQLiteHistoryProvider:
-    """Durable history in one SQLite file: many sessions, each isolated, one transaction per turn.
+    """Durable history in one SQLite file: many sessions, each isolated, one transaction per write.
 
     The file is opened durable (``agent_nb.sqlite``: write-ahead log, every commit synced), so a
     committed turn survives a crash or a power cut, and a new provider on the same path (or
     another process) sees every saved turn. Sessions are append-only: a load reads only the
-    rows added since this provider last read the session. Calls are short and run on the
-    event loop's thread; one provider may be shared by many agents.
+    rows added since this provider last read the session, after checking that the last row
+    it knows is still there (each save marks its rows), so a session deleted or rewritten by
+    another provider or process is read again whole, never joined to what was read before.
+    Calls are short and run on the event loop's thread; one provider may be shared by many agents.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -157,24 +160,29 @@ class SQLiteHistoryProvider:
         with self._lock:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS agent_nb_messages ("
-                " session_id TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL,"
+                " session_id TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, written TEXT,"
                 " PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
             )
+            columns = [row[1] for row in self._db.execute("PRAGMA table_info(agent_nb_messages)")]
+            if "written" not in columns:  # a file from before rows were marked
+                self._db.execute("ALTER TABLE agent_nb_messages ADD COLUMN written TEXT")
 
     async def load(self, session: AgentSession) -> list[Message]:
         sid = session.session_id
         cached = self._parsed.get(sid)
-        known = cached[1] if cached is not None else []
+        mark, known = cached if cached is not None else (None, [])
         with self._lock:
-            (count,) = self._db.execute(
-                "SELECT COUNT(*) FROM agent_nb_messages WHERE session_id = ?", (sid,)
+            count, last = self._db.execute(
+                "SELECT COUNT(*), (SELECT written FROM agent_nb_messages WHERE session_id = ?1 AND seq = ?2)"
+                " FROM agent_nb_messages WHERE session_id = ?1",
+                (sid, len(known) - 1),
             ).fetchone()
-            if count < len(known):  # deleted elsewhere: start over
+            if count < len(known) or (known and last != mark):  # deleted or rewritten elsewhere: read it again
                 known = []
             rows = []
             if count > len(known):
                 rows = self._db.execute(
-                    "SELECT message FROM agent_nb_messages WHERE session_id = ? AND seq >= ? ORDER BY seq",
+                    "SELECT message, written FROM agent_nb_messages WHERE session_id = ? AND seq >= ? ORDER BY seq",
                     (sid, len(known)),
                 ).fetchall()
         if rows:
@@ -185,24 +193,34 @@ class SQLiteHistoryProvider:
                     f"{self.path}: the stored history of session {sid!r} cannot be read as messages "
                     f"({exc.__class__.__name__}); was the file written by another program?"
                 ) from exc
-        self._parsed.put(sid, None, known)
+            mark = rows[-1][1]
+        self._parsed.put(sid, mark, known)
         return list(known)
 
     async def save(self, session: AgentSession, messages: Sequence[Message]) -> None:
-        if not messages:
+        await self.save_many([(session, messages)])
+
+    async def save_many(self, writes: Sequence[tuple[AgentSession, Sequence[Message]]]) -> None:
+        """Several sessions' new messages in one transaction: all of them are written, or none."""
+        writes = [(s, list(ms)) for s, ms in writes if ms]
+        if not writes:
             return
-        rows = [m.model_dump_json() for m in messages]
+        mark = secrets.token_hex(8)
+        lasts = []
         with self._lock, transaction(self._db) as db:
-            (last,) = db.execute(
-                "SELECT COALESCE(MAX(seq), -1) FROM agent_nb_messages WHERE session_id = ?", (session.session_id,)
-            ).fetchone()
-            db.executemany(
-                "INSERT INTO agent_nb_messages (session_id, seq, message) VALUES (?, ?, ?)",
-                [(session.session_id, last + 1 + i, row) for i, row in enumerate(rows)],
-            )
-        cached = self._parsed.get(session.session_id)
-        if cached is not None and len(cached[1]) == last + 1:  # the cache was current: extend it
-            self._parsed.put(session.session_id, None, [*cached[1], *messages])
+            for session, messages in writes:
+                (last,) = db.execute(
+                    "SELECT COALESCE(MAX(seq), -1) FROM agent_nb_messages WHERE session_id = ?", (session.session_id,)
+                ).fetchone()
+                db.executemany(
+                    "INSERT INTO agent_nb_messages (session_id, seq, message, written) VALUES (?, ?, ?, ?)",
+                    [(session.session_id, last + 1 + i, m.model_dump_json(), mark) for i, m in enumerate(messages)],
+                )
+                lasts.append(last)
+        for (session, messages), last in zip(writes, lasts, strict=True):
+            cached = self._parsed.get(session.session_id)
+            if cached is not None and len(cached[1]) == last + 1:  # the cache was current: extend it
+                self._parsed.put(session.session_id, mark, [*cached[1], *messages])
 
     def sessions(self) -> list[str]:
         """The ids of the sessions with stored history."""

@@ -259,3 +259,36 @@ async def test_sqlite_reads_only_new_rows_and_keeps_message_identity(tmp_path):
     assert second == TURN and all(a is b for a, b in zip(first, second[:2], strict=True))
     mine.delete(session)
     assert await mine.load(session) == [] and await other.load(session) == []
+
+
+async def test_sqlite_never_serves_a_history_another_provider_reset(tmp_path):
+    path = tmp_path / "history.sqlite"
+    mine, other = SQLiteHistoryProvider(path), SQLiteHistoryProvider(path)
+    session = AgentSession("s")
+    await mine.save(session, [Message("user", "old 1"), Message("assistant", "old 2")])
+    assert [m.text for m in await mine.load(session)] == ["old 1", "old 2"]  # now cached
+    for new in (["new 1", "new 2"], ["new 1", "new 2", "new 3"], ["new 1"]):  # as many rows, more, fewer
+        other.delete(session)
+        await other.save(session, [Message("user", t) for t in new])
+        assert [m.text for m in await mine.load(session)] == new
+    await other.save(session, [Message("user", "appended")])
+    assert [m.text for m in await mine.load(session)] == ["new 1", "appended"]  # an append is read alone
+
+
+async def test_sqlite_never_serves_a_history_another_process_rewrote(tmp_path):
+    path = tmp_path / "history.sqlite"
+    mine = SQLiteHistoryProvider(path)
+    session = AgentSession("s")
+    await mine.save(session, [Message("user", "old 1"), Message("assistant", "old 2")])
+    assert len(await mine.load(session)) == 2
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from agent_nb import AgentSession, Message, SQLiteHistoryProvider
+        other = SQLiteHistoryProvider({str(path)!r})
+        other.delete("s")
+        asyncio.run(other.save(AgentSession("s"), [Message("user", "theirs 1"), Message("user", "theirs 2")]))
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert [m.text for m in await mine.load(session)] == ["theirs 1", "theirs 2"]

@@ -34,7 +34,8 @@ from .executor import Executor, FunctionExecutor, WorkflowContext, executor, han
 from .orchestrations import SequentialBuilder
 from .requests import PendingRequest, RequestResponse
 from .result import RunResult
-from .workflow import Workflow, WorkflowRunStream
+from .stream import WorkflowRunStream
+from .workflow import Workflow
 
 if TYPE_CHECKING:
     from .checkpoints import (

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunError, StepFailed, SuperstepLimitExceeded, UsageError
+from ..history_writes import HistoryWrites, holding
 from ..trace import ContextSnapshot, Sent, Trace
 from ._types import type_name
 from .edges import EdgeGroup
@@ -157,6 +158,10 @@ class _Run:
     # -- the run --------------------------------------------------------------------
 
     async def execute(self, inputs: tuple[Any, ...]) -> RunResult:
+        with holding() as writes:  # the agents' history writes reach their stores only if the run completes
+            return await self._execute(inputs, writes)
+
+    async def _execute(self, inputs: tuple[Any, ...], writes: HistoryWrites) -> RunResult:
         workflow = self.workflow
         saved = {eid: ex.snapshot_state() for eid, ex in workflow.executors.items()}
         self._t0 = time.perf_counter()
@@ -185,6 +190,7 @@ class _Run:
                     )
                 await self._superstep()
                 self._checkpoint()
+            await self._commit(writes)
         except BaseException as exc:
             for eid, ex in workflow.executors.items():
                 ex.restore_state(saved[eid])
@@ -229,10 +235,35 @@ class _Run:
         original = exc.error
         return StepFailed(
             f"executor {exc.executor_id!r} failed in superstep {exc.superstep} of workflow "
-            f"{self.workflow.name!r}: {type(original).__name__}: {original}. Nothing of this run was kept; "
-            "fix the cause and run again.",
+            f"{self.workflow.name!r}: {type(original).__name__}: {original}. {self.kept()} "
+            "Fix the cause and run again.",
             executor_id=exc.executor_id,
             superstep=exc.superstep,
+        )
+
+    async def _commit(self, writes: HistoryWrites) -> None:
+        """Write the run's held history; a store that refuses fails the run, naming the store's own error."""
+        try:
+            await writes.commit()
+        except Exception as exc:
+            notes = "; ".join(getattr(exc, "__notes__", ()))
+            raise RunError(
+                f"workflow {self.workflow.name!r} ran to the end, but its history could not be written: "
+                f"{type(exc).__name__}: {exc} ({notes}). The executors are back as they were before the run; "
+                "run it again once the store can be written."
+            ) from exc
+
+    def kept(self) -> str:
+        """What a failed or cancelled run leaves behind, in words."""
+        said = (
+            "Nothing of this run was kept: every executor, session, history and the shared state are as "
+            "they were before it"
+        )
+        if self.last_checkpoint is None:
+            return said + "."
+        return (
+            f"{said}; its checkpoints are kept (the last, {self.last_checkpoint!r}, after superstep "
+            f"{self.superstep}): run(checkpoint_id=...) resumes from one."
         )
 
     def result(self, status: str) -> RunResult:

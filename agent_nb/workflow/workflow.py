@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Coroutine, Mapping
+import weakref
+from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..errors import InputTypeError, RequestError, UsageError, WorkflowBusyError, did_you_mean
 from ..rendering import Displayable, render
 from ..sync import run_sync
 from .edges import Edge, EdgeGroup
-from .events import WorkflowEvent
 from .executor import Executor
 from .requests import PendingRequest, RequestResponse
 from .result import RunResult
 from .runner import _Run
+from .stream import WorkflowRunStream
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .checkpoints.checkpointer import Checkpointer
     from .checkpoints.storage import CheckpointStorage
 
 __all__ = ["Workflow", "WorkflowRunStream"]
 
-_END = object()
 
 
 class Workflow(Displayable):
@@ -60,7 +62,10 @@ class Workflow(Displayable):
         self._checkpointers: dict[int, Checkpointer] = {}
         self._pending: dict[str, PendingRequest] = {}
         self._request_seq = 0
-        self._running = False
+        self._holder: weakref.ref[Any] | None = None
+        """The run (or open stream) that has the workflow now; weak, so a dropped stream lets go of it."""
+        self._abandoned: set[asyncio.Task[Any]] = set()
+        """Runs of streams left early, still rolling back: a new run waits for them."""
 
     @property
     def start_executor(self) -> Executor:
@@ -173,9 +178,46 @@ class Workflow(Displayable):
         return self._run(inputs, plan)
 
     async def _run(self, inputs: tuple[Any, ...], plan: dict[str, Any]) -> RunResult:
-        with self._claim():
+        token = _Token()
+        await self._enter(token)
+        try:
             run = _Run(self, streaming=False, emit=None, **plan)
             return await run.execute(inputs)
+        finally:
+            self._leave(token)
+
+    async def _enter(self, holder: object) -> None:
+        """Take the workflow for one run; one left behind by this task is stopped and rolled back first."""
+        import asyncio
+
+        current = self._holder() if self._holder is not None else None
+        if isinstance(current, WorkflowRunStream) and current.left_by(asyncio.current_task()):
+            self._forget(current.abandon())
+        if self._abandoned:
+            await asyncio.gather(*list(self._abandoned), return_exceptions=True)
+        current = self._holder() if self._holder is not None else None
+        if current is not None:
+            if isinstance(current, WorkflowRunStream):
+                raise WorkflowBusyError(
+                    f"workflow {self.name!r} is already running: a streamed run of it is still open. Read it to "
+                    "the end, or stop it with 'await stream.aclose()' (inside 'async with workflow.run(..., "
+                    "stream=True) as stream:' it stops when the block ends); then run again"
+                )
+            raise WorkflowBusyError(
+                f"workflow {self.name!r} is already running; await that run first, "
+                "or build a second workflow to run two conversations at once"
+            )
+        self._holder = weakref.ref(holder)
+
+    def _leave(self, holder: object) -> None:
+        if self._holder is not None and self._holder() in (holder, None):
+            self._holder = None
+
+    def _forget(self, task: asyncio.Task[Any] | None) -> None:
+        """Keep a left run's task until it has rolled back (a new run waits for it)."""
+        if task is not None and not task.done():
+            self._abandoned.add(task)
+            task.add_done_callback(self._abandoned.discard)
 
     @property
     def pending_requests(self) -> tuple[PendingRequest, ...]:
@@ -226,9 +268,6 @@ class Workflow(Displayable):
             if callable(reset):
                 reset()
 
-    def _claim(self) -> _Claim:
-        return _Claim(self)
-
     def _per_executor(self, what: str, given: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
         if not given:
             return {}
@@ -265,79 +304,10 @@ class Workflow(Displayable):
         return f"Workflow({self.name!r}, executors={list(self.executors)}, start={self.start_executor_id!r})"
 
 
-class _Claim:
-    """Marks a workflow as running for the duration of one run."""
+class _Token:
+    """Stands for a run that is not streamed while it has the workflow."""
 
-    def __init__(self, workflow: Workflow) -> None:
-        self.workflow = workflow
-
-    def __enter__(self) -> None:
-        if self.workflow._running:
-            raise WorkflowBusyError(
-                f"workflow {self.workflow.name!r} is already running; await that run first, "
-                "or build a second workflow to run two conversations at once"
-            )
-        self.workflow._running = True
-
-    def __exit__(self, *exc: object) -> None:
-        self.workflow._running = False
-
-
-class WorkflowRunStream:
-    """The events of one streaming run, as they happen; ``result`` is set after the last event.
-
-    The run starts with the first ``anext``. Leaving early? ``await stream.aclose()`` (or
-    ``async with workflow.run(..., stream=True) as stream:``) stops it at once and rolls it back.
-    """
-
-    def __init__(self, workflow: Workflow, inputs: tuple[Any, ...], plan: dict[str, Any]) -> None:
-        self._workflow = workflow
-        self._inputs = inputs
-        self._plan = plan
-        self._events_iter: AsyncGenerator[WorkflowEvent, None] | None = None
-        self.result: RunResult | None = None
-
-    def __aiter__(self) -> WorkflowRunStream:
-        return self
-
-    async def __anext__(self) -> WorkflowEvent:
-        if self._events_iter is None:
-            self._events_iter = self._events()
-        return await self._events_iter.__anext__()
-
-    async def aclose(self) -> None:
-        """Stop the run if it is still going (its executors go back to their state before it)."""
-        if self._events_iter is not None:
-            await self._events_iter.aclose()
-
-    async def __aenter__(self) -> WorkflowRunStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def _events(self) -> AsyncGenerator[WorkflowEvent, None]:
-        import asyncio  # on use: importing agent_nb does not import asyncio
-
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        with self._workflow._claim():
-            run = _Run(self._workflow, streaming=True, emit=queue.put_nowait, **self._plan)
-
-            async def produce() -> RunResult:
-                try:
-                    return await run.execute(self._inputs)
-                finally:
-                    queue.put_nowait(_END)
-
-            task = asyncio.ensure_future(produce())
-            try:
-                while (event := await queue.get()) is not _END:
-                    yield event
-                self.result = await task
-            finally:
-                if not task.done():
-                    task.cancel()
-                    await asyncio.gather(task, return_exceptions=True)
+    __slots__ = ("__weakref__",)
 
 
 def _unknown(key: str, known: Mapping[str, Any], where: str) -> str:
