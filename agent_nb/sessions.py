@@ -19,7 +19,7 @@ class AgentSession(Displayable):
     executors to let them share it.
     """
 
-    __slots__ = ("session_id", "state")
+    __slots__ = ("__weakref__", "session_id", "state")
 
     def __init__(self, session_id: str | None = None, state: dict[str, Any] | None = None) -> None:
         self.session_id = session_id or uuid.uuid4().hex

@@ -1,3 +1,5 @@
+import gc
+
 import pytest
 
 from agent_nb import (
@@ -23,6 +25,7 @@ from agent_nb import (
     RoutingChatClient,
     ScriptedChatClient,
     ServiceManagedHistoryError,
+    UsageError,
     check_history,
     repair_history,
 )
@@ -363,3 +366,35 @@ async def test_a_route_without_tools_is_not_offered_the_agents_tools():
     agent = ChatAgent(RoutingChatClient({"plain": client}), name="a", tools=[weather], options={"tool_choice": "auto"})
     await agent.run("hi")
     assert "tools" not in client.requests[0][1] and "tool_choice" not in client.requests[0][1]
+
+
+async def test_two_routers_of_one_name_on_one_session_are_refused_not_moving_each_others_route():
+    planner_router = RoutingChatClient({"fast": EchoChatClient(), "smart": MirrorChatClient()})
+    writer_router = RoutingChatClient({"fast": MirrorChatClient(), "smart": EchoChatClient()})  # same name: "router"
+    shared = AgentSession("shared")
+    planner = ChatAgent(planner_router, name="planner")
+    writer = ChatAgent(writer_router, name="writer")
+    await planner.run("hi", session=shared)
+    await writer.run("hi", session=shared)  # both on the default: nothing was moved yet
+    planner_router.set_active_route(shared, "smart")
+    with pytest.raises(UsageError, match=r"two RoutingChatClients named 'router'.*its own name") as refused:
+        await writer.run("and now?", session=shared)  # it would have been moved to "smart" behind its back
+    assert "shared" in str(refused.value)
+    with pytest.raises(UsageError, match="two RoutingChatClients named 'router'"):
+        writer_router.set_active_route(shared, "fast")
+    assert shared.state["routes"] == {"router": "smart"}  # left as it was
+
+    named = RoutingChatClient({"fast": MirrorChatClient()}, name="writer's")
+    named.set_active_route(shared, "fast")  # another name: its own place in the session
+    assert shared.state["routes"] == {"router": "smart", "writer's": "fast"}
+
+
+def test_a_router_left_behind_does_not_block_the_one_that_replaces_it():
+    session = AgentSession()
+    old = router()
+    old.set_active_route(session, "mirror")
+    del old
+    gc.collect()
+    new = router()  # a notebook cell run again: the same name, a new router
+    assert new.get_active_route(session) == "mirror"
+    new.set_active_route(session, "echo")

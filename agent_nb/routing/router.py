@@ -23,6 +23,7 @@ await agent.run("and now?", session=session)      # "smart" gets the whole conve
 from __future__ import annotations
 
 import types
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from ..clients.base import Capabilities, ChatClient, capabilities_of, refuse_ser
 from ..errors import (
     RouteIncompatibleError,
     RouteNotFoundError,
+    UsageError,
     did_you_mean,
 )
 from ..messages import ChatResponse, ChatResponseUpdate, Message
@@ -42,6 +44,8 @@ __all__ = ["HistoryPolicy", "RoutingChatClient"]
 HistoryPolicy = Literal["strict", "repair"]
 Select = Callable[[Sequence[Message], Mapping[str, Any], AgentSession | None], str | None]
 _STATE_KEY = "routes"  # session.state["routes"][router name] = active route
+_ROUTERS: dict[int, tuple[weakref.ref[AgentSession], dict[str, weakref.ref[RoutingChatClient]]]] = {}
+"""Per live session (by identity), the live router of each name that set its route; nothing is kept alive."""
 _KEPT_SCANS = 64
 _TOOL_OPTIONS = ("tools", "tool_choice", "parallel_tool_calls")
 
@@ -135,8 +139,34 @@ class RoutingChatClient(Displayable):
 
     # -- the session's route --------------------------------------------------------
 
+    def _own(self, session: AgentSession, *, setting: bool) -> None:
+        """Refuse a session whose route another live router of the same name set: each would move the other's.
+
+        The router that sets a session's route is remembered (weakly, in this process); reading
+        a route another one set, or setting it, is refused while that one lives.
+        """
+        key = id(session)
+        entry = _ROUTERS.get(key)
+        if entry is None or entry[0]() is not session:
+            if not setting:
+                return
+            entry = _ROUTERS[key] = (weakref.ref(session, lambda _, key=key: _ROUTERS.pop(key, None)), {})
+        ref = entry[1].get(self.name)
+        other = ref() if ref is not None else None
+        if other is not None and other is not self:
+            raise UsageError(
+                f"session {session.session_id!r} is routed by two RoutingChatClients named {self.name!r} "
+                f"({other!r} set its route, {self!r} uses it too); both keep the route in "
+                f"session.state['routes'][{self.name!r}], so each would move the other's route. Give each router "
+                "its own name (RoutingChatClient(..., name='...')), or let the agents share one router"
+            )
+        if setting:
+            entry[1][self.name] = weakref.ref(self)
+
     def get_active_route(self, session: AgentSession | None = None) -> str:
         """The session's route, else the default route, else the first route."""
+        if session is not None:
+            self._own(session, setting=False)
         stored = session.state.get(_STATE_KEY, {}).get(self.name) if session is not None else None
         if session is not None and stored is not None:
             if stored not in self._routes:
@@ -154,6 +184,7 @@ class RoutingChatClient(Displayable):
     def set_active_route(self, session: AgentSession, name: str) -> None:
         """Send the session's next requests to ``name``; an unknown name leaves the session as it was."""
         self._known(name, session)
+        self._own(session, setting=True)
         routes = dict(session.state.get(_STATE_KEY, {}))  # a new dict: a state snapshot stays valid
         routes[self.name] = name
         session.state[_STATE_KEY] = routes

@@ -6,7 +6,14 @@ import weakref
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
-from ..errors import InputTypeError, RequestError, UsageError, WorkflowBusyError, did_you_mean
+from ..errors import (
+    InputTypeError,
+    RequestError,
+    UsageError,
+    WorkflowBusyError,
+    WorkflowValidationError,
+    did_you_mean,
+)
 from ..rendering import Displayable, render
 from ..sync import run_sync
 from .edges import Edge, EdgeGroup
@@ -66,6 +73,7 @@ class Workflow(Displayable):
         """The run (or open stream) that has the workflow now; weak, so a dropped stream lets go of it."""
         self._abandoned: set[asyncio.Task[Any]] = set()
         """Runs of streams left early, still rolling back: a new run waits for them."""
+        self._take(executors)
 
     @property
     def start_executor(self) -> Executor:
@@ -186,9 +194,48 @@ class Workflow(Displayable):
         finally:
             self._leave(token)
 
+    def _take(self, executors: Mapping[str, Executor]) -> None:
+        """Make this workflow the one its executors run in: an executor holds one conversation.
+
+        A workflow built later from the same executors takes them over (rebuilding in a
+        notebook cell just works); the older workflow then refuses to run, naming the newer
+        one. Taking an executor while another workflow runs it is refused.
+        """
+        for eid, ex in executors.items():
+            ref = getattr(ex, "_workflow", None)
+            other = ref() if ref is not None else None
+            if other is not None and other is not self and other._holder is not None and other._holder() is not None:
+                raise WorkflowValidationError(
+                    f"executor {eid!r} is running in workflow {other.name!r} now; build this workflow once that "
+                    "run has ended, or give it executors of its own",
+                    executor_ids=(eid,),
+                )
+        me = weakref.ref(self)
+        for ex in executors.values():
+            ex._workflow = me  # type: ignore[attr-defined]
+
+    def _check_owner(self) -> None:
+        """Refuse to run when a newer workflow took an executor; take back those whose taker is gone."""
+        me = None
+        for eid, ex in self.executors.items():
+            ref = getattr(ex, "_workflow", None)
+            other = ref() if ref is not None else None
+            if other is None:
+                me = me or weakref.ref(self)
+                ex._workflow = me  # type: ignore[attr-defined]
+            elif other is not self:
+                raise UsageError(
+                    f"workflow {self.name!r} cannot run: its executor {eid!r} now belongs to workflow "
+                    f"{other.name!r}, built later from the same executor. An executor holds one conversation, so "
+                    "it runs in one workflow: run the newer workflow, or build this one again with new executors "
+                    "(AgentExecutor(agent, ...) for each)"
+                )
+
     async def _enter(self, holder: object) -> None:
         """Take the workflow for one run; one left behind by this task is stopped and rolled back first."""
         import asyncio
+
+        self._check_owner()
 
         current = self._holder() if self._holder is not None else None
         if isinstance(current, WorkflowRunStream) and current.left_by(asyncio.current_task()):
