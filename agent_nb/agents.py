@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .clients.base import ChatClient
-from .errors import AgentNbError, ModelError, ToolRoundsExceeded, UsageError
+from .errors import AgentNbError, ModelError, ToolRoundsExceeded, ToolTimeout, UsageError, bad_argument
 from .messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -87,6 +87,8 @@ class ChatAgent:
             run sees only what it is given.
         tools: functions (or ``FunctionTool``) the model may call.
         max_tool_rounds: how many rounds of tool calls one turn may take.
+        tool_timeout: seconds a tool call may take, for tools without a ``timeout`` of their
+            own; a call that takes longer ends the turn with ``ToolTimeout``. ``None``: no limit.
     """
 
     def __init__(
@@ -100,15 +102,27 @@ class ChatAgent:
         history: ChatHistoryProvider | None = None,
         tools: Iterable[Callable[..., Any] | FunctionTool] = (),
         max_tool_rounds: int = 8,
+        tool_timeout: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
-            raise ValueError("ChatAgent needs a non-empty name: it identifies the agent's messages and executor")
+            raise bad_argument("ChatAgent", "name", name, "give a non-empty str: it names the agent's messages")
+        where = f"ChatAgent {name!r}"
         if not hasattr(client, "get_response"):
-            raise TypeError(f"ChatAgent {name!r}: client must be a ChatClient, got {type(client).__name__}")
+            raise bad_argument(where, "client", client, "give a chat client (one with get_response)")
+        for argument, value in (("instructions", instructions), ("description", description)):
+            if value is not None and not isinstance(value, str):
+                raise bad_argument(where, argument, value, "give a str, or None")
+        if options is not None and not isinstance(options, Mapping):
+            raise bad_argument(where, "options", options, "give a dict of request options, such as {'temperature': 0}")
         if history is not None and not (hasattr(history, "load") and hasattr(history, "save")):
-            raise TypeError(f"ChatAgent {name!r}: history must have async load() and save(), got {history!r}")
-        if max_tool_rounds < 1:
-            raise ValueError(f"ChatAgent {name!r}: max_tool_rounds must be at least 1, got {max_tool_rounds}")
+            raise bad_argument(where, "history", history, "give a history provider (async load() and save())")
+        if isinstance(max_tool_rounds, bool) or not isinstance(max_tool_rounds, int) or max_tool_rounds < 1:
+            raise bad_argument(where, "max_tool_rounds", max_tool_rounds, "give an int of at least 1")
+        if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+            raise bad_argument(where, "tools", tools, "give a list of functions or FunctionTools")
+        from .tools import check_timeout
+
+        self.tool_timeout = check_timeout(where, "tool_timeout", tool_timeout)
         self.client = client
         self.name = name
         self.instructions = instructions
@@ -306,10 +320,20 @@ class _Turn:
             if tool is None:
                 problem = f"there is no tool {call.name!r}; tools: {', '.join(tools)}"
                 return FunctionResultContent(call_id=call.call_id, exception=problem)
+            timeout = tool.timeout if tool.timeout is not None else self.agent.tool_timeout
             try:
-                result = await tool.invoke(call.arguments, **self.run_kwargs)
+                result = await _within(tool.invoke(call.arguments, **self.run_kwargs), timeout)
             except Exception as exc:  # the model sees what went wrong and may try again
                 return FunctionResultContent(call_id=call.call_id, exception=f"{type(exc).__name__}: {exc}")
+            if result is _TIMED_OUT:
+                raise ToolTimeout(
+                    f"agent {self.agent.name!r}: tool {tool.name!r} (call {call.call_id}) did not finish within "
+                    f"{timeout:g} s, so the turn ends here. Give the tool more time (timeout= on the tool, or "
+                    "tool_timeout= on the agent) or make it faster; a plain def tool runs on in its thread until "
+                    "it returns, and what it returns then is dropped",
+                    tool=tool.name,
+                    timeout=float(timeout or 0),
+                )
             return FunctionResultContent(call_id=call.call_id, result=result)
 
         import asyncio  # not at import time: see agent_nb/__init__ (only turns with tools get here)
@@ -429,6 +453,30 @@ class _Turn:
         except BaseException as exc:
             self._note(exc)
             raise
+
+
+_TIMED_OUT = object()
+
+
+async def _within(call: Awaitable[Any], seconds: float | None) -> Any:
+    """``await call``, or ``_TIMED_OUT`` after ``seconds`` (the call is then cancelled).
+
+    A ``TimeoutError`` the tool raises itself is its own failure, not a timeout of ours.
+    """
+    if seconds is None:
+        return await call
+    import asyncio
+
+    task = asyncio.ensure_future(call)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except BaseException:
+        task.cancel()  # the turn itself was cancelled
+        raise
+    if not done:
+        task.cancel()
+        return _TIMED_OUT
+    return task.result()
 
 
 def _unanswered(messages: Sequence[Message], *, everywhere: bool = False) -> list[FunctionCallContent]:

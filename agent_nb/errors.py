@@ -24,7 +24,8 @@ AgentNbError
     │   └── AllAttemptsFailed   every client of a fallback failed (also an ExceptionGroup)
     └── BudgetExceeded          a run hit a limit
         ├── SuperstepLimitExceeded
-        └── ToolRoundsExceeded
+        ├── ToolRoundsExceeded
+        └── ToolTimeout         a tool did not finish within its timeout
 ```
 
 A bad argument is an ``ArgumentError``, raised where the argument is given (at
@@ -66,6 +67,7 @@ __all__ = [
     "StepFailed",
     "SuperstepLimitExceeded",
     "ToolRoundsExceeded",
+    "ToolTimeout",
     "UsageError",
     "WorkflowBusyError",
     "WorkflowValidationError",
@@ -237,6 +239,15 @@ class BudgetExceeded(RunError):
 
 class ToolRoundsExceeded(BudgetExceeded):
     """A model kept calling tools for more rounds than its agent allows."""
+
+
+class ToolTimeout(BudgetExceeded):
+    """A tool did not finish within its ``timeout`` (or its agent's ``tool_timeout``); the turn ended there."""
+
+    def __init__(self, message: str, *, tool: str, timeout: float) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.timeout = timeout
 
 
 class SuperstepLimitExceeded(BudgetExceeded):

@@ -17,6 +17,11 @@ A tool that declares ``**kwargs`` also receives the run's ``function_invocation_
 Plain functions run in a worker thread, ``async def`` ones on the event loop. A tool made
 with ``requires_approval=True`` never runs on the model's word alone: the agent's turn ends
 with an approval request, and the next turn runs it (approved) or tells the model it was rejected.
+
+``timeout=`` (seconds) bounds one call: a call that takes longer ends its agent's turn with
+``ToolTimeout`` (``ChatAgent(tool_timeout=...)`` sets it for every tool without one). An
+``async def`` tool is cancelled there; a plain ``def`` cannot be stopped (Python cannot stop
+a thread): it runs on in its thread until it returns, and what it returns is dropped.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from typing import Annotated, Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
-__all__ = ["FunctionTool", "ToolArgumentsError", "as_tools", "tool"]
+from .errors import bad_argument
+
+__all__ = ["FunctionTool", "ToolArgumentsError", "as_tools", "check_timeout", "tool"]
 
 
 class ToolArgumentsError(ValueError):
@@ -63,11 +70,13 @@ class FunctionTool:
         name: str | None = None,
         description: str | None = None,
         requires_approval: bool = False,
+        timeout: float | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"a tool must be a function, got {fn!r}")
         self.fn = fn
         self.requires_approval = requires_approval
+        self.timeout = check_timeout(f"tool {getattr(fn, '__name__', fn)!r}", "timeout", timeout)
         self.name: str = str(name or getattr(fn, "__name__", ""))
         if not self.name.isidentifier():
             raise ValueError(f"tool name {self.name!r} is not usable; pass name='...' (letters, digits, underscores)")
@@ -145,7 +154,8 @@ class FunctionTool:
 
     def __repr__(self) -> str:
         approval = ", requires_approval=True" if self.requires_approval else ""
-        return f"FunctionTool({self.name!r}{approval})"
+        timeout = f", timeout={self.timeout:g}" if self.timeout is not None else ""
+        return f"FunctionTool({self.name!r}{approval}{timeout})"
 
 
 def tool(
@@ -154,11 +164,23 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    timeout: float | None = None,
 ) -> Any:
-    """Make a ``FunctionTool``: ``@tool`` or ``@tool(name=..., description=..., requires_approval=True)``."""
-    if fn is None:
-        return lambda f: FunctionTool(f, name=name, description=description, requires_approval=requires_approval)
-    return FunctionTool(fn, name=name, description=description, requires_approval=requires_approval)
+    """Make a ``FunctionTool``: ``@tool`` or ``@tool(name=..., requires_approval=True, timeout=30)``."""
+
+    def make(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, requires_approval=requires_approval, timeout=timeout)
+
+    return make if fn is None else make(fn)
+
+
+def check_timeout(where: str, argument: str, value: Any) -> float | None:
+    """A timeout in seconds, once checked: ``None`` (no limit) or a number above 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise bad_argument(where, argument, value, "give a number of seconds above 0, or None for no limit")
+    return float(value)
 
 
 def as_tools(items: Iterable[Callable[..., Any] | FunctionTool]) -> list[FunctionTool]:

@@ -41,9 +41,9 @@ async def test_client_kwargs_reach_the_client_over_default_options():
 
 
 def test_needs_a_name_and_a_client():
-    with pytest.raises(ValueError, match="non-empty name"):
+    with pytest.raises(ValueError, match=r"ChatAgent: name='' \(str\) is not accepted; give a non-empty str"):
         ChatAgent(EchoChatClient(), name="")
-    with pytest.raises(TypeError, match="client must be a ChatClient"):
+    with pytest.raises(TypeError, match=r"ChatAgent 'a': client=<object .*> \(object\) is not accepted; give a chat"):
         ChatAgent(object(), name="a")  # type: ignore[arg-type]
 
 
