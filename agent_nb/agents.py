@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .clients.base import ChatClient
-from .errors import AgentNbError, ModelError, ToolRoundsExceeded, ToolTimeout, UsageError, bad_argument
+from .errors import AgentNbError, EmptyAnswer, ModelError, ToolRoundsExceeded, ToolTimeout, UsageError, bad_argument
 from .messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -203,6 +203,8 @@ class _Turn:
         """Approval requests this turn ends with (returned, never stored)."""
         self.usage: Usage | None = None
         self.last: ChatResponse | None = None
+        self.notes: list[str] = []
+        """What this turn changed of the model's answer, or noticed in it (shown with the response)."""
 
     # -- the steps ------------------------------------------------------------------
 
@@ -268,6 +270,17 @@ class _Turn:
                 f"agent {self.agent.name!r}: its tool calls {calls} wait for approval. Answer them first: "
                 "Message('user', [UserInputResponseContent(request_id=<call id>, approved=True or False)])"
             )
+        if missing and not tools:
+            # the model called tools this agent does not have, and the caller gave no results: say
+            # so to the model instead of leaving the session stuck on calls nobody will answer
+            results = [
+                FunctionResultContent(
+                    call_id=c.call_id, exception=f"not run: agent {self.agent.name!r} has no tool {c.name!r}"
+                )
+                for c in missing
+            ]
+            self.new = [Message("tool", results, author_name=self.agent.name), *self.new]
+            return
         if missing:
             assert self.session is not None
             calls = ", ".join(f"{c.name} ({c.call_id})" for c in missing)
@@ -282,14 +295,48 @@ class _Turn:
         self.last = response
         if response.usage is not None:
             self.usage = response.usage if self.usage is None else self.usage + response.usage
-        name = self.agent.name
-        self.produced.extend(
-            m if m.author_name is not None else Message(m.role, m.contents, author_name=name, message_id=m.message_id)
-            for m in response.messages
-        )
+        messages = self._checked(response)
+        self.produced.extend(messages)
         if not self.agent.tools:
+            stray = [c.name for m in messages for c in _calls(m)]
+            if stray:
+                self.notes.append(
+                    f"the model called {', '.join(map(repr, stray))}, but agent {self.agent.name!r} has no tools: "
+                    "the calls were not run and come back as the answer (the next turn tells the model so)"
+                )
             return []  # no tools of its own: calls go back to the caller as the answer
         return _unanswered(self.produced, everywhere=True)
+
+    def _checked(self, response: ChatResponse) -> list[Message]:
+        """The model's messages as the agent keeps them: its own, never a user's or the system's.
+
+        A reply in the ``user`` or ``system`` role would become, once stored, words the user
+        never said or an instruction nobody gave: it is kept as an assistant message. An
+        answer with nothing in it, or two tool calls under one id, is refused.
+        """
+        name = self.agent.name
+        out = []
+        for m in response.messages:
+            if m.role in ("user", "system"):
+                self.notes.append(f"the model answered with a {m.role} message; it was kept as an assistant message")
+                m = m.with_role("assistant")
+            if m.author_name is None:
+                m = Message(m.role, m.contents, author_name=name, message_id=m.message_id)
+            out.append(m)
+        if not any(c.type != "text" or c.text.strip() for m in out for c in m.contents):
+            finish = f", finish reason {response.finish_reason!r}" if response.finish_reason else ""
+            raise EmptyAnswer(
+                f"agent {name!r}: the model answered nothing (no text, no tool call{finish}); nothing of this turn "
+                "was stored. Try again, or check the model's limits (max_tokens, stop) and its route"
+            )
+        ids = [c.call_id for m in out for c in _calls(m)]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ModelError(
+                f"agent {name!r}: the model made several tool calls under one call id ({', '.join(twice)}); their "
+                "results could not be told apart, so none was run and nothing of this turn was stored"
+            )
+        return out
 
     async def _answer(self, calls: list[FunctionCallContent], round_: int) -> Message:
         """Step 4: run the calls (concurrently) and answer them in one tool message."""
@@ -386,7 +433,7 @@ class _Turn:
             response_id=last.response_id if last else None,
             model=last.model if last else None,
             route=last.route if last else None,
-            repairs=last.repairs if last else (),
+            repairs=(*(last.repairs if last else ()), *self.notes),
             usage=self.usage,
         )
 

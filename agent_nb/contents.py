@@ -6,9 +6,13 @@ A discriminated union on ``type``: JSON with an unknown ``type`` is refused, nam
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import bad_argument
 
 __all__ = [
     "Content",
@@ -45,7 +49,26 @@ class TextContent(BaseModel):
     def __init__(self, text: Any = None, /, **data: Any) -> None:
         if text is not None:
             data["text"] = text
+        _check_encodable(data.get("text"), "TextContent")
         super().__init__(**data)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_encodable(text: Any, where: str) -> None:
+    r"""Refuse a lone surrogate (what ``json.loads('"\ud800"')`` makes): no API can be sent it as UTF-8."""
+    if isinstance(text, str) and (found := _SURROGATE.search(text)) is not None:
+        at = found.start()
+        raise bad_argument(
+            where,
+            "text",
+            text[max(at - 20, 0) : at + 20],
+            f"it holds a lone surrogate {found.group()!r} at character {at}, which cannot be encoded as UTF-8, "
+            "so no model could be sent it",
+            "it often comes from cutting a JSON escape in two; fix the text, e.g. "
+            "text.encode('utf-8', 'replace').decode()",
+        )
 
 
 class FunctionCallContent(BaseModel):
@@ -137,24 +160,34 @@ _CONTENT_TYPES = (
 )
 
 
-def to_contents(value: Any) -> Any:
+def to_contents(value: Any, where: str = "Message") -> Any:
     """Accept a string, or an iterable of strings, content objects and content dicts.
 
     Only constructors call this: JSON and dicts go straight to pydantic, which checks
-    the ``type`` tags itself (and names the known ones when a tag is unknown).
+    the ``type`` tags itself (and names the known ones when a tag is unknown). ``where``
+    names the message in an error.
     """
     if isinstance(value, str):
+        _check_encodable(value, where)
         return (TextContent(value),)
     if isinstance(value, (BaseModel, dict)):
         value = (value,)
+    if not isinstance(value, Iterable) or isinstance(value, bytes):
+        raise bad_argument(where, "contents", value, _ACCEPTED)
     out = []
     for item in value:
         if isinstance(item, str):
+            _check_encodable(item, where)
             item = TextContent(item)
         elif isinstance(item, dict) and item.get("type") not in _CONTENT_TYPES:
             raise ValueError(f"unknown content type {item.get('type')!r}; agent_nb knows: {', '.join(_CONTENT_TYPES)}")
+        elif not isinstance(item, (BaseModel, dict)):
+            raise bad_argument(where, "contents", item, _ACCEPTED)
         out.append(item)
     return tuple(out)
+
+
+_ACCEPTED = "give a str, a content (TextContent, FunctionCallContent, ...), or a list of them"
 
 
 def tool_work_as_text(content: Any) -> Any:

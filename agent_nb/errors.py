@@ -21,6 +21,7 @@ AgentNbError
     │   ├── ModelRateLimited, ModelTimeout, ModelUnavailable   retryable
     │   ├── ModelBadRequest     the server refused the request; its message is kept
     │   ├── ScriptExhausted     a ScriptedChatClient was asked for more replies than it had
+    │   ├── EmptyAnswer         the model answered nothing: no text, no tool call
     │   └── AllAttemptsFailed   every client of a fallback failed (also an ExceptionGroup)
     └── BudgetExceeded          a run hit a limit
         ├── SuperstepLimitExceeded
@@ -51,6 +52,7 @@ __all__ = [
     "BudgetExceeded",
     "CassetteError",
     "CheckpointError",
+    "EmptyAnswer",
     "InputTypeError",
     "ModelBadRequest",
     "ModelError",
@@ -231,6 +233,10 @@ class ScriptExhausted(ModelError):
         super().__init__(message)
         self.scripted = scripted
         self.used = used
+
+
+class EmptyAnswer(ModelError):
+    """The model's answer had nothing in it: no text and no tool call."""
 
 
 class BudgetExceeded(RunError):

@@ -85,7 +85,9 @@ class Message(BaseModel):
         if contents is not UNSET:
             data["contents"] = contents
         if "contents" in data:
-            data["contents"] = to_contents(data["contents"])
+            author = data.get("author_name")
+            where = f"a {data.get('role', '')} message" + (f" from {author}" if author else "")
+            data["contents"] = to_contents(data["contents"], where)
         super().__init__(**data)
 
     @property
@@ -159,7 +161,9 @@ class _Update(BaseModel):
         if contents is not UNSET:
             data["contents"] = contents
         if "contents" in data:
-            data["contents"] = to_contents(data["contents"])
+            author = data.get("author_name")
+            where = f"a {data.get('role', '')} message" + (f" from {author}" if author else "")
+            data["contents"] = to_contents(data["contents"], where)
         super().__init__(**data)
 
     @property

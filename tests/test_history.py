@@ -213,18 +213,31 @@ async def test_without_a_session_a_run_is_stateless(tmp_path):
     assert provider.sessions() == []
 
 
-async def test_calls_left_for_the_caller_must_be_answered_next(provider):
+async def test_calls_left_for_the_caller_are_answered_by_the_caller_next(provider):
     call = Message("assistant", [FunctionCallContent(call_id="c9", name="approve", arguments={})])
     agent = ChatAgent(ScriptedChatClient([call, "thanks"]), name="a", history=provider)  # no tools of its own
     session = agent.create_session()
     first = await agent.run("pay the bill", session=session)
     assert first.messages[0].contents[0].call_id == "c9"
-    with pytest.raises(
-        UsageError, match=r"ends with tool calls nobody answered: approve \(c9\)\. Send their results first"
-    ):
-        await agent.run("did it work?", session=session)
+    assert "has no tools: the calls were not run" in first.repairs[0]
     result = Message("tool", [FunctionResultContent(call_id="c9", result="approved")])
     assert (await agent.run([result], session=session)).text == "thanks"
+    stored = await provider.load(session)
+    assert [c.result for c in stored[2].contents] == ["approved"]  # the caller's answer, nothing made up
+
+
+async def test_a_stray_tool_call_does_not_leave_the_session_stuck(provider):
+    call = Message("assistant", [FunctionCallContent(call_id="c9", name="approve", arguments={})])
+    client = ScriptedChatClient([call, "sorry, I cannot approve anything"])
+    agent = ChatAgent(client, name="a", history=provider)  # no tools: the model should not have called one
+    session = agent.create_session()
+    await agent.run("pay the bill", session=session)
+    answer = await agent.run("did it work?", session=session)  # nobody answered c9: the session still goes on
+    assert answer.text == "sorry, I cannot approve anything"
+    stored = await provider.load(session)
+    told = stored[2]  # right after the call, as every API wants: the model is told it was not run
+    assert told.role == "tool" and told.contents[0].exception == "not run: agent 'a' has no tool 'approve'"
+    assert [m.text for m in stored[3:]] == ["did it work?", "sorry, I cannot approve anything"]
 
 
 async def test_a_stream_left_early_stores_nothing(provider):
