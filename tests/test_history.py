@@ -23,7 +23,6 @@ from agent_nb import (
     ModelError,
     ScriptedChatClient,
     SQLiteHistoryProvider,
-    UsageError,
 )
 
 TURN = [
