@@ -170,6 +170,9 @@ class _Run:
         try:
             if self.restored is not None:
                 self._put_back(self.restored)
+                for request_id, asked in self.pending.items():  # still waiting: a streaming reader sees them again
+                    if request_id not in self._responses:
+                        self.emit(RequestInfoEvent(request_id, asked.executor_id, asked.data, asked.response_type))
             for request_id, value in self._responses.items():
                 asked = self.pending.pop(request_id)
                 self._next.append((asked.executor_id, RequestResponse(request_id, asked.data, value)))
@@ -202,6 +205,7 @@ class _Run:
                 raise
             raise error from (exc.error if isinstance(exc, _Failure) else exc)
         workflow._pending, workflow._request_seq = self.pending, self.request_seq
+        workflow._pending_kwargs = self._run_kwargs if self.pending else {}  # for the answers, never stored
         self.emit(WorkflowCompleted(self.superstep))
         return self.result("waiting" if self.pending else "completed")
 

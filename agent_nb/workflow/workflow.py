@@ -68,6 +68,8 @@ class Workflow(Displayable):
         """Where every run takes its checkpoints (``run(checkpoint_storage=...)`` overrides it)."""
         self._checkpointers: dict[int, Checkpointer] = {}
         self._pending: dict[str, PendingRequest] = {}
+        self._pending_kwargs: Mapping[str, dict[str, dict[str, Any]]] = {}
+        """The run kwargs of the run that left requests pending: the answers' run gets them too (memory only)."""
         self._request_seq = 0
         self._holder: weakref.ref[Any] | None = None
         """The run (or open stream) that has the workflow now; weak, so a dropped stream lets go of it."""
@@ -168,13 +170,16 @@ class Workflow(Displayable):
         restored = checkpointer.restore(checkpoint_id) if checkpointer and checkpoint_id is not None else None
         if responses:
             self._check_responses(responses, restored.pending if restored else self._pending)
+        run_kwargs = {
+            "client_kwargs": self._per_executor("client_kwargs", client_kwargs),
+            "function_invocation_kwargs": self._per_executor("function_invocation_kwargs", function_invocation_kwargs),
+        }
+        if responses and restored is None:  # answering in this process: the asking run's kwargs carry over
+            for kind, given in run_kwargs.items():
+                if not given:
+                    run_kwargs[kind] = dict(self._pending_kwargs.get(kind, {}))
         plan = {
-            "run_kwargs": {
-                "client_kwargs": self._per_executor("client_kwargs", client_kwargs),
-                "function_invocation_kwargs": self._per_executor(
-                    "function_invocation_kwargs", function_invocation_kwargs
-                ),
-            },
+            "run_kwargs": run_kwargs,
             "max_supersteps": self.max_supersteps if max_supersteps is None else check_limit(max_supersteps),
             "state": state,
             "checkpointer": checkpointer,
@@ -309,6 +314,7 @@ class Workflow(Displayable):
     def reset(self) -> None:
         """Forget every agent executor's cache and conversation, and any pending request: start afresh."""
         self._pending = {}
+        self._pending_kwargs = {}
         self._checkpointers = {}  # and the messages their encoders keep alive
         for ex in self.executors.values():
             reset = getattr(ex, "reset", None)

@@ -283,3 +283,57 @@ async def test_resuming_a_waiting_checkpoint_without_answers_lists_its_requests(
     again = await fresh.run(checkpoint_id=first.checkpoint_id, checkpoint_storage=FileCheckpointStorage(tmp_path))
     assert again.status == "waiting" and again.pending_requests == first.pending_requests
     assert fresh.pending_requests == first.pending_requests and not [e for e in again.events if e.type == "warning"]
+
+
+async def test_a_resumed_waiting_checkpoint_emits_its_requests_again(tmp_path: Path) -> None:
+    first = await reviewer_workflow(FileCheckpointStorage(tmp_path)).run("the draft")
+    (asked,) = first.pending_requests
+    stream = reviewer_workflow().run(
+        checkpoint_id=first.checkpoint_id, checkpoint_storage=FileCheckpointStorage(tmp_path), stream=True
+    )
+    requests = [e async for e in stream if e.type == "request_info"]
+    assert [(e.request_id, e.executor_id, e.data) for e in requests] == [(asked.request_id, "reviewer", asked.data)]
+
+
+def billing(seen: list[dict[str, Any]], storage: Any = None) -> Any:
+    @tool(requires_approval=True)
+    def charge(order: str, **kwargs: Any) -> str:
+        """Charge an order."""
+        seen.append(kwargs)
+        return "charged"
+
+    call = FunctionCallContent(call_id="c1", name="charge", arguments={"order": "A7"})
+    client = ScriptedChatClient([Message("assistant", [call]), "Charged."])
+    agent = ChatAgent(client, name="billing", tools=[charge])
+    return WorkflowBuilder(start_executor=AgentExecutor(agent), checkpoint_storage=storage).build()
+
+
+async def test_the_asking_runs_kwargs_reach_the_tool_that_runs_after_the_approval(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    token = "tok-SECRET-8c1f"
+    workflow = billing(seen, FileCheckpointStorage(tmp_path))
+    first = await workflow.run("charge A7", function_invocation_kwargs={"*": {"account": "acme", "token": token}})
+    await workflow.run(responses={first.pending_requests[0].request_id: True})
+    assert seen == [{"account": "acme", "token": token}]  # carried over, in this process
+    assert token not in (tmp_path / "checkpoints.jsonl").read_text()  # never stored
+
+    seen.clear()
+    again = billing(seen)
+    first = await again.run("charge A7", function_invocation_kwargs={"*": {"account": "acme"}})
+    await again.run(responses={first.pending_requests[0].request_id: True}, function_invocation_kwargs={"*": {"x": 1}})
+    assert seen == [{"x": 1}]  # given with the answers: those win
+
+
+async def test_after_a_restart_the_caller_passes_the_kwargs_again(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    first = await billing(seen, FileCheckpointStorage(tmp_path)).run(
+        "charge A7", function_invocation_kwargs={"*": {"account": "acme"}}
+    )
+    fresh = billing(seen)  # a new process: the asking run's kwargs were never written anywhere
+    await fresh.run(
+        checkpoint_id=first.checkpoint_id,
+        checkpoint_storage=FileCheckpointStorage(tmp_path),
+        responses={first.pending_requests[0].request_id: True},
+        function_invocation_kwargs={"*": {"account": "acme"}},
+    )
+    assert seen == [{"account": "acme"}]
