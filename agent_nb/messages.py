@@ -32,6 +32,7 @@ from .contents import (
     to_contents,
     tool_work_as_text,
 )
+from .errors import bad_argument
 
 __all__ = [
     "ROLES",
@@ -295,18 +296,20 @@ def estimate_tokens(messages: Sequence[Message] | str) -> int:
     return sum(math.ceil(len(m.text) / 4) + 3 for m in messages)
 
 
-def to_messages(value: str | Message | Iterable[str | Message] | None, *, role: Role = "user") -> list[Message]:
-    """Normalise what a caller passes as input: a string becomes a ``role`` message."""
+def to_messages(
+    value: str | Message | Iterable[str | Message] | None, *, role: Role = "user", where: str = "the input"
+) -> list[Message]:
+    """Normalise what a caller passes as input: a string becomes a ``role`` message (``where`` names it in errors)."""
     if value is None:
         return []
     if isinstance(value, str):
         return [Message(role, value)]
     if isinstance(value, Message):
         return [value]
-    if isinstance(value, Mapping):
-        raise TypeError(f"expected a str, a Message or a list of them, got a {type(value).__name__}: {value!r:.60}")
     if type(value) is list and set(map(type, value)) <= ONLY_MESSAGES:  # the common case, checked in C
         return list(value)
+    if isinstance(value, (Mapping, bytes)) or not isinstance(value, Iterable):
+        raise bad_argument(where, "messages", value, _INPUT)
     out: list[Message] = []
     for item in value:
         if type(item) is Message or isinstance(item, Message):
@@ -314,8 +317,11 @@ def to_messages(value: str | Message | Iterable[str | Message] | None, *, role: 
         elif isinstance(item, str):
             out.append(Message(role, item))
         else:
-            raise TypeError(f"expected str or Message items, got {type(item).__name__}: {item!r:.60}")
+            raise bad_argument(where, "messages", item, _INPUT)
     return out
+
+
+_INPUT = "give a str, a Message, or a list of them"
 
 
 ONLY_MESSAGES = frozenset({Message})

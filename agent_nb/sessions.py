@@ -6,6 +6,7 @@ import json
 import uuid
 from typing import Any
 
+from .errors import bad_argument
 from .rendering import Displayable
 
 __all__ = ["AgentSession"]
@@ -22,6 +23,12 @@ class AgentSession(Displayable):
     __slots__ = ("__weakref__", "session_id", "state")
 
     def __init__(self, session_id: str | None = None, state: dict[str, Any] | None = None) -> None:
+        if session_id is not None and (not isinstance(session_id, str) or not session_id):
+            raise bad_argument("AgentSession", "session_id", session_id, "give a non-empty str, or None for a new id")
+        if state is not None and not isinstance(state, dict):
+            raise bad_argument(
+                f"AgentSession {session_id!r}", "state", state, "give a dict (JSON-ready values), or None"
+            )
         self.session_id = session_id or uuid.uuid4().hex
         self.state: dict[str, Any] = {} if state is None else state
 
@@ -40,8 +47,19 @@ class AgentSession(Displayable):
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
         """Rebuild a session saved with ``to_dict()``."""
         if not isinstance(data, dict) or "session_id" not in data:
-            raise ValueError("AgentSession.from_dict expects the dict that to_dict() returned, with a 'session_id'")
-        return cls(str(data["session_id"]), dict(data.get("state") or {}))
+            raise bad_argument(
+                "AgentSession.from_dict", "data", data, "give the dict that to_dict() returned, with a 'session_id'"
+            )
+        session_id, state = data["session_id"], data.get("state")
+        if not isinstance(session_id, str) or not session_id:
+            raise bad_argument(
+                "AgentSession.from_dict", "session_id", session_id, "the saved id must be a non-empty str"
+            )
+        if state is not None and not isinstance(state, dict):
+            raise bad_argument(
+                f"AgentSession.from_dict {session_id!r}", "state", state, "the saved state must be a dict"
+            )
+        return cls(session_id, dict(state or {}))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AgentSession):

@@ -105,10 +105,19 @@ class FunctionTool:
             field = f"p{len(fields)}"
             fields[field] = (Annotated[hints[param.name], Field(alias=param.name)], default)
             self._names[field] = param.name
-        self._arguments: type[BaseModel] = create_model(
-            f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-        )
-        self.parameters: dict[str, Any] = _strip_titles(self._arguments.model_json_schema(by_alias=True))
+        try:
+            self._arguments: type[BaseModel] = create_model(
+                f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+            )
+            self.parameters: dict[str, Any] = _strip_titles(self._arguments.model_json_schema(by_alias=True))
+        except Exception as exc:  # a type pydantic can neither validate nor describe to a model
+            raise bad_argument(
+                f"tool {self.name!r}",
+                "its parameter types",
+                {p: getattr(t, "__name__", repr(t)) for p, t in hints.items() if p != "return"},
+                "use types a JSON schema can describe (str, int, float, bool, lists, dicts, Literal, pydantic "
+                f"models, dataclasses); pydantic said: {type(exc).__name__}: {str(exc).splitlines()[0]}",
+            ) from None
 
     def schema(self) -> dict[str, Any]:
         """``{"name", "description", "parameters"}``: what a provider needs to offer the tool."""

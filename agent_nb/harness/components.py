@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from ..errors import bad_argument
 from ..tools import FunctionTool, ToolArgumentsError
 from ..workflow import Executor, WorkflowContext, handler
 from .calls import ComponentCall, ComponentResult
@@ -126,6 +127,11 @@ class Tool(Component):
     kind = "tool"
 
     def __init__(self, fn: Callable[..., Any], *, id: str | None = None, description: str | None = None) -> None:
+        name = id if id is not None else getattr(fn, "__name__", "")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise bad_argument(
+                "Tool", "id", name, "give letters, digits and underscores (a tool's name, as the model sees it)"
+            )
         self.function = FunctionTool(fn, name=id, description=description)
         schema = self.function.parameters
         required = set(schema.get("required", ()))

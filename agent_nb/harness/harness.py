@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ..contents import UserInputResponseContent
-from ..errors import UsageError, did_you_mean
+from ..errors import UsageError, bad_argument, did_you_mean
 from ..messages import Message
 from ..rendering import Displayable
 from ..trace import Trace
@@ -221,7 +221,17 @@ class StandardHarness(Harness):
 
     mode = "standard"
 
-    def __init__(self, orchestrator: Orchestrator, *, name: str | None = None) -> None:
+    def __init__(self, orchestrator: Orchestrator, *, name: str | None = None, **settings: Any) -> None:
+        for setting, value in settings.items():
+            raise bad_argument(
+                "StandardHarness",
+                setting,
+                value,
+                "a standard harness takes only name=; context_budget, keep_recent and sandbox belong to "
+                "CentralizedHarness (the orchestrator alone talks to the user there)"
+                if setting in ("context_budget", "keep_recent", "sandbox")
+                else "a standard harness takes only name=",
+            )
         super().__init__(orchestrator, name=name)
 
 
@@ -248,8 +258,12 @@ class CentralizedHarness(Harness):
         keep_recent: int = 6,
         sandbox: bool = True,
     ) -> None:
-        if context_budget is not None and context_budget < 1:
-            raise ValueError(f"context_budget must be a positive number of tokens or None, got {context_budget!r}")
+        if context_budget is not None and (
+            isinstance(context_budget, bool) or not isinstance(context_budget, int) or context_budget < 1
+        ):
+            raise bad_argument(
+                "CentralizedHarness", "context_budget", context_budget, "give tokens as an int >= 1, or None"
+            )
         super().__init__(
             orchestrator, name=name, context_budget=context_budget, keep_recent=keep_recent, sandbox=sandbox
         )

@@ -12,10 +12,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import bad_argument, did_you_mean
 from .components import Component
 from .orchestrator import Orchestrator
 
 __all__ = ["ChildAgent", "ConnectedAgent"]
+
+_OPTIONS = ("planner", "instructions", "inputs", "max_steps")
+"""What a sub-agent passes on to its orchestrator."""
+
+
+def _check_options(kind: str, id: str, options: dict[str, Any]) -> None:
+    for name, value in options.items():
+        if name not in _OPTIONS:
+            raise bad_argument(
+                f"{kind} {id!r}",
+                name,
+                value,
+                f"a {kind} takes {', '.join(_OPTIONS)}, description and answers_directly"
+                + did_you_mean(name, _OPTIONS),
+            )
 
 
 class ChildAgent(Orchestrator):
@@ -43,6 +59,7 @@ class ChildAgent(Orchestrator):
                 "include_parent_context setting. Use ConnectedAgent(..., include_parent_context=False) to "
                 "leave the parent's conversation out."
             )
+        _check_options("child agent", id, options)
         super().__init__(id, components, description=description, **options)
         self.answers_directly = answers_directly
 
@@ -66,6 +83,7 @@ class ConnectedAgent(Orchestrator):
         answers_directly: bool = True,
         **options: Any,
     ) -> None:
+        _check_options("connected agent", id, options)
         super().__init__(id, components, description=description, **options)
         self.takes_parent_context = include_parent_context
         self.answers_directly = answers_directly

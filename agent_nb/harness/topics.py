@@ -20,6 +20,7 @@ hours = Topic(
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -43,14 +44,26 @@ __all__ = [
 ]
 
 
-class _Blank(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+_PLACEHOLDER = re.compile(r"\{(\w+)(?::([^{}]*))?\}")
 
 
 def fill(template: str, variables: Mapping[str, Any]) -> str:
-    """``template`` with ``{name}`` replaced by the variable's value (unknown names stay as written)."""
-    return template.format_map(_Blank(variables))
+    """``template`` with ``{name}`` (or ``{name:spec}``) replaced by the variable's value.
+
+    Everything else stays as written: unknown names, and braces that are not a placeholder
+    (JSON, code), so a message can show them.
+    """
+
+    def value(m: re.Match[str]) -> str:
+        name, spec = m.group(1), m.group(2)
+        if name not in variables:
+            return m.group(0)
+        try:
+            return format(variables[name], spec or "")
+        except (TypeError, ValueError):
+            return m.group(0)  # a spec the value does not take: shown as written
+
+    return _PLACEHOLDER.sub(value, template)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ await agent.run("and now?", session=session)      # "smart" gets the whole conve
 
 from __future__ import annotations
 
+import functools
 import types
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -32,6 +33,7 @@ from ..errors import (
     RouteIncompatibleError,
     RouteNotFoundError,
     UsageError,
+    bad_argument,
     did_you_mean,
 )
 from ..messages import ChatResponse, ChatResponseUpdate, Message
@@ -48,6 +50,10 @@ _ROUTERS: dict[int, tuple[weakref.ref[AgentSession], dict[str, weakref.ref[Routi
 """Per live session (by identity), the live router of each name that set its route; nothing is kept alive."""
 _KEPT_SCANS = 64
 _TOOL_OPTIONS = ("tools", "tool_choice", "parallel_tool_calls")
+
+
+def _forget_session(key: int, _: object) -> None:
+    _ROUTERS.pop(key, None)
 
 
 class _Checked:
@@ -150,7 +156,7 @@ class RoutingChatClient(Displayable):
         if entry is None or entry[0]() is not session:
             if not setting:
                 return
-            entry = _ROUTERS[key] = (weakref.ref(session, lambda _, key=key: _ROUTERS.pop(key, None)), {})
+            entry = _ROUTERS[key] = (weakref.ref(session, functools.partial(_forget_session, key)), {})
         ref = entry[1].get(self.name)
         other = ref() if ref is not None else None
         if other is not None and other is not self:
@@ -183,6 +189,14 @@ class RoutingChatClient(Displayable):
 
     def set_active_route(self, session: AgentSession, name: str) -> None:
         """Send the session's next requests to ``name``; an unknown name leaves the session as it was."""
+        if not isinstance(session, AgentSession):
+            raise bad_argument(
+                f"router {self.name!r}", "session", session, "give the AgentSession whose route moves"
+            )
+        if not isinstance(name, str):
+            raise bad_argument(
+                f"router {self.name!r}", "name", name, f"give a route name: {', '.join(self._routes)}"
+            )
         self._known(name, session)
         self._own(session, setting=True)
         routes = dict(session.state.get(_STATE_KEY, {}))  # a new dict: a state snapshot stays valid
@@ -195,6 +209,14 @@ class RoutingChatClient(Displayable):
         self, messages: Sequence[Message], options: Mapping[str, Any], session: AgentSession | None
     ) -> tuple[str, ChatClient]:
         route = self.select(messages, options, session) if self.select is not None else None
+        if route is not None and not isinstance(route, str):
+            name = getattr(self.select, "__name__", "select")
+            raise bad_argument(
+                f"router {self.name!r}",
+                f"the route {name}() chose",
+                route,
+                f"select must return a route name ({', '.join(self._routes)}) or None for the session's route",
+            )
         route = self._known(route, session) if route is not None else self.get_active_route(session)
         return route, self._routes[route]
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ..display.html import container, escape
+from ..errors import bad_argument, did_you_mean
 
 if TYPE_CHECKING:
     from ..dialogue import Dialogue, Filter
@@ -45,6 +46,14 @@ class _Switcher(w.HBox):  # type: ignore[misc]
 
     @value.setter
     def value(self, value: Any) -> None:
+        options = list(self.dropdown.options)
+        if value not in options:
+            raise bad_argument(
+                type(self).__name__,
+                "value",
+                value,
+                f"choose one of: {', '.join(map(str, options))}" + did_you_mean(str(value), map(str, options)),
+            )
         self.dropdown.value = value
 
     def _changed(self, change: Mapping[str, Any]) -> None:

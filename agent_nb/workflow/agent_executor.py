@@ -23,6 +23,7 @@ from typing import Any, Literal, Union
 
 from ..agents import SupportsAgentRun
 from ..conversation import EMPTY, Conversation
+from ..errors import bad_argument, did_you_mean
 from ..messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -64,8 +65,8 @@ class AgentExecutorRequest:
     should_respond: bool = True
 
     def __init__(self, messages: str | Message | Iterable[str | Message], should_respond: bool = True) -> None:
-        object.__setattr__(self, "messages", tuple(to_messages(messages)))
-        object.__setattr__(self, "should_respond", should_respond)
+        object.__setattr__(self, "messages", tuple(to_messages(messages, where="AgentExecutorRequest")))
+        object.__setattr__(self, "should_respond", bool(should_respond))
 
     def describe(self) -> str:
         flag = "" if self.should_respond else ", should_respond=False"
@@ -178,9 +179,24 @@ class AgentExecutor(Executor):
         options: AgentExecutorOptions | None = None,
     ) -> None:
         name = getattr(agent, "name", None)
+        if not callable(getattr(agent, "run", None)) or not callable(getattr(agent, "create_session", None)):
+            raise bad_argument(
+                "AgentExecutor", "agent", agent, "give an agent: run() and create_session(), as ChatAgent"
+            )
+        if id is not None and (not isinstance(id, str) or not id):
+            raise bad_argument(
+                "AgentExecutor", "id", id, "give a non-empty str, or leave it out to use the agent's name"
+            )
         if id is None and not name:
             raise ValueError(f"{type(agent).__name__} has no name: pass AgentExecutor(agent, id=...) to identify it")
         super().__init__(id or name)  # type: ignore[arg-type]
+        where = f"AgentExecutor {self.id!r}"
+        if session is not None and not isinstance(session, AgentSession):
+            raise bad_argument(where, "session", session, "give an AgentSession (agent.create_session()), or None")
+        if options is not None and not isinstance(options, AgentExecutorOptions):
+            raise bad_argument(
+                where, "options", options, "give AgentExecutorOptions(...), not a dict: AgentExecutorOptions(**options)"
+            )
         self.agent = agent
         self.session = session
         self.options = options or AgentExecutorOptions()
@@ -216,8 +232,11 @@ class AgentExecutor(Executor):
     def set_context_mode(self, mode: ContextMode, context_filter: ContextFilter | None = None) -> None:
         """Change what this executor keeps of upstream responses; applies from the next message."""
         if mode not in CONTEXT_MODES:
-            raise ValueError(
-                f"executor {self.id!r}: unknown context_mode {mode!r}; use one of: {', '.join(CONTEXT_MODES)}"
+            raise bad_argument(
+                f"executor {self.id!r}",
+                "context_mode",
+                mode,
+                f"use one of: {', '.join(CONTEXT_MODES)}" + did_you_mean(str(mode), CONTEXT_MODES),
             )
         if mode == "custom" and context_filter is None:
             raise ValueError(
@@ -263,12 +282,13 @@ class AgentExecutor(Executor):
 
     @handler
     async def on_response(self, response: AgentExecutorResponse, ctx: _Ctx) -> None:
-        await self._arrive(self._select(response), ctx, respond=True)
+        await self._arrive(self._select(response), ctx, respond=True, sources=(response.executor_id,))
 
     @handler
     async def on_responses(self, responses: list[AgentExecutorResponse], ctx: _Ctx) -> None:
         """A fan-in: the responses of several agents, answered at once."""
-        await self._arrive(self._select_many(responses), ctx, respond=True)
+        sources = tuple(r.executor_id for r in responses)
+        await self._arrive(self._select_many(responses), ctx, respond=True, sources=sources)
 
     @handler
     async def on_text(self, text: str, ctx: _Ctx) -> None:
@@ -358,14 +378,34 @@ class AgentExecutor(Executor):
             )
         return _Selection(tuple(kept), _without(everything, kept))
 
-    async def _arrive(self, selection: _Selection, ctx: _Ctx, *, respond: bool) -> None:
+    async def _arrive(
+        self, selection: _Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()
+    ) -> None:
         ctx.record_context(self._mode_record, kept=selection.kept, dropped=selection.dropped)
         self._cache = self._cache.extend(selection.kept, validate=False)  # every handler made Messages
         if self.options.wait_for_turn_token:
             if self.options.forward_incoming_messages and selection.kept:
                 await ctx.send_message(list(selection.kept))
         elif respond:
+            if not self._cache:
+                raise ValueError(f"executor {self.id!r} has nothing to answer: {self._why_empty(selection, sources)}")
             await self._take_turn(ctx, None)
+
+    def _why_empty(self, selection: _Selection, sources: tuple[str, ...]) -> str:
+        """Why a turn has no message to work from: its filter or mode dropped them all, or none came."""
+        upstream = " and ".join(repr(s) for s in sources) or "its input"
+        if selection.dropped:
+            n = len(selection.dropped)
+            what = f"its context_filter {self._mode_record['context_filter']!r}" if self._mode == "custom" else (
+                f"its context_mode {self._mode!r}"
+            )
+            return (
+                f"{what} dropped all {n} message{'' if n == 1 else 's'} that came from {upstream}; "
+                "make it keep at least one, or change the mode"
+            )
+        if sources:
+            return f"{upstream} answered nothing (its reply had no message); look at why it gave an empty answer"
+        return "it was handed no message (an empty list is no input); send at least one"
 
     def _streams(self, ctx: _Ctx, token: TurnToken | None) -> bool:
         if self.options.emit_update_events is not None:

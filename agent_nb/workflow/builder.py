@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from ..agents import SupportsAgentRun
-from ..errors import WorkflowValidationError, did_you_mean
+from ..errors import WorkflowValidationError, bad_argument, did_you_mean
 from ._types import any_compatible, type_name
 from .agent_executor import AgentExecutor
 from .edges import Condition, EdgeGroup, Selection
@@ -57,6 +57,10 @@ class WorkflowBuilder:
         output_from: Iterable[Node] | None = None,
         checkpoint_storage: CheckpointStorage | None = None,
     ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise bad_argument("WorkflowBuilder", "name", name, "give a non-empty str: it names the workflow")
+        if description is not None and not isinstance(description, str):
+            raise bad_argument(f"WorkflowBuilder {name!r}", "description", description, "give a str, or None")
         self._name = name
         self._storage = checkpoint_storage
         self._description = description

@@ -9,7 +9,7 @@ cancelled and every executor goes back to the state it had before the run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -417,7 +417,14 @@ def _call(condition: Callable[[Any], bool], message: Any, group: EdgeGroup, sour
 
 def _select(group: EdgeGroup, message: Any, source: str) -> list[str]:
     assert group.selection is not None
-    chosen = list(group.selection(message, list(group.targets)))
+    picked = group.selection(message, list(group.targets))
+    if isinstance(picked, (str, bytes)) or not isinstance(picked, Iterable):
+        name = getattr(group.selection, "__name__", "selection")
+        raise RuntimeError(
+            f"the fan-out selection {name!r} of {source!r} returned {picked!r:.60}, not a list of target ids; "
+            f"return some of {list(group.targets)} (an empty list sends to none)"
+        )
+    chosen = list(picked)
     unknown = [t for t in chosen if t not in group.targets]
     if unknown:
         raise RuntimeError(

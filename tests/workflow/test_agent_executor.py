@@ -52,7 +52,7 @@ def test_a_filter_alone_means_custom_and_a_filter_with_another_mode_is_refused()
 
 def test_context_mode_validation():
     agent = RecordingAgent("a")
-    with pytest.raises(ValueError, match="unknown context_mode 'everything'; use one of: full, last_agent, custom"):
+    with pytest.raises(ValueError, match="context_mode='everything' \\(str\\) is not accepted; use one of: full, last_agent, custom"):
         AgentExecutor(agent, context_mode="everything")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="'custom' needs a context_filter"):
         AgentExecutor(agent, context_mode="custom")
@@ -394,7 +394,7 @@ async def test_the_turn_token_decides_streaming_unless_the_option_does():
 
 async def test_nothing_to_answer_is_a_clear_error():
     wf = chain(AgentExecutor(RecordingAgent("a")))
-    with pytest.raises(StepFailed, match="'a' has nothing to answer: it was asked to answer, but no message arrived"):
+    with pytest.raises(StepFailed, match="'a' has nothing to answer: it was handed no message"):
         await wf.run([])
     with pytest.raises(StepFailed, match="nothing to answer: a turn token came"):
         await wf.run(TurnToken())

@@ -124,7 +124,7 @@ async def test_another_process_sees_nothing_of_a_failed_run(tmp_path: Path):
     path = tmp_path / "history.sqlite"
     with SQLiteHistoryProvider(path) as history:
         planner, writer = Switch("planner"), Switch("writer")
-        workflow, (a, _) = chain(history, planner, writer)
+        workflow, _ = chain(history, planner, writer)
         writer.broken = True
         with pytest.raises(StepFailed):
             await workflow.run("hi")
