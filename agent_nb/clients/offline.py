@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Union
 
-from ..errors import ScriptExhausted
+from ..errors import ScriptExhausted, bad_argument
 from ..messages import ChatResponse, Message
 from .base import OfflineChatClient
 
@@ -38,6 +38,9 @@ class EchoChatClient(OfflineChatClient):
 class ScriptedChatClient(OfflineChatClient):
     """Answers with ``replies`` in order: strings, or messages (with tool calls, say).
 
+    ``replies`` is a list (any iterable) of ``str``, ``Message`` or ``ChatResponse``; anything
+    else (``None``, a reply that is ``None``, a bare string) is an ``ArgumentError`` at once.
+
     Every request is kept in ``requests`` as ``(messages, options)`` so tests can check
     exactly what the model was sent.
     """
@@ -45,8 +48,21 @@ class ScriptedChatClient(OfflineChatClient):
     model = "scripted"
 
     def __init__(self, replies: Iterable[Reply], **settings: Any) -> None:
+        accepted = "give a list of replies, each a str, a Message or a ChatResponse"
+        if isinstance(replies, (str, Message, ChatResponse)):
+            raise bad_argument("ScriptedChatClient", "replies", replies, accepted, f"for one reply: [{replies!r}]")
+        if not isinstance(replies, Iterable):
+            raise bad_argument("ScriptedChatClient", "replies", replies, accepted)
+        given = list(replies)
+        for i, reply in enumerate(given):
+            if not isinstance(reply, (str, Message, ChatResponse)):
+                error = bad_argument(
+                    "ScriptedChatClient", f"replies[{i}]", reply, "each reply is a str, a Message or a ChatResponse"
+                )
+                error.argument = "replies"  # the parameter; the message says which reply
+                raise error
         super().__init__(**settings)
-        self.replies: list[Message | ChatResponse] = [_as_answer(r) for r in replies]
+        self.replies: list[Message | ChatResponse] = [_as_answer(r) for r in given]
         self.requests: list[tuple[list[Message], dict[str, Any]]] = []
 
     @property

@@ -448,3 +448,64 @@ async def test_a_client_passed_in_is_left_open_and_cannot_be_reconfigured():
     assert not sdk.is_closed()
     with pytest.raises(UsageError, match=r"either client= .* or api_key, base_url, timeout and max_retries"):
         OpenAIChatClient("m", client=sdk, timeout=3)
+
+
+HEADER_TOKEN = "hdr-tok-0123456789abcdef"
+EXTRA_TOKEN = "xtr-tok-fedcba9876543210"
+OPTION_SECRET = "opt-sec-a1b2c3d4e5f6a7b8"
+
+
+@pytest.mark.parametrize("client", [OpenAIChatClient, OpenAIResponsesClient])
+@pytest.mark.parametrize("status", [400, 401, 429, 503])
+async def test_secrets_of_headers_and_options_never_reach_an_error(client, status):
+    """Not only the API key: every header and option that names a secret is scrubbed when a server echoes it."""
+
+    def echoing(request: httpx.Request) -> httpx.Response:
+        said = f"headers {dict(request.headers)} body {request.content.decode()}"
+        return httpx.Response(status, json={"error": {"message": said, "type": "x"}})
+
+    sdk = AsyncOpenAI(
+        api_key=KEY,
+        base_url="http://model.test/v1",
+        max_retries=0,
+        default_headers={"X-Auth-Token": HEADER_TOKEN},
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(echoing)),
+    )
+    model = client("gemma-test", client=sdk, extra_body={"client_secret": OPTION_SECRET})
+    options = {"extra_headers": {"Authorization": f"Bearer {EXTRA_TOKEN}"}}
+    with pytest.raises(ModelError) as info:
+        await model.get_response([Message("user", "hi")], options)
+    text = str(info.value)
+    assert "***" in text
+    for secret in (KEY, HEADER_TOKEN, EXTRA_TOKEN, OPTION_SECRET):
+        assert secret not in text and secret not in repr(info.value), secret
+    assert_no_key(info.value)
+
+
+async def test_default_headers_are_sent_and_known_as_secrets():
+    seen = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("x-api-key"))
+        return httpx.Response(401, json={"error": {"message": f"bad key {request.headers.get('x-api-key')}"}})
+
+    import openai
+
+    made = openai.AsyncOpenAI
+
+    def factory(**kwargs):
+        return made(http_client=httpx.AsyncClient(transport=httpx.MockTransport(answer)), **kwargs)
+
+    client = OpenAIChatClient("m", base_url="http://model.test/v1", default_headers={"X-Api-Key": HEADER_TOKEN})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(openai, "AsyncOpenAI", factory)
+        with pytest.raises(ModelBadRequest, match=r"refused the API key \(401\): bad key \*\*\*"):
+            await client.get_response([Message("user", "hi")])
+    assert seen == [HEADER_TOKEN]
+    with pytest.raises(UsageError, match="default_headers"):
+        OpenAIChatClient("m", client=AsyncOpenAI(api_key="x"), default_headers={"X-Api-Key": "y"})
+
+
+def test_a_base_url_with_credentials_is_shown_without_them():
+    client = OpenAIChatClient("m", base_url="http://user:pa55word-123@proxy.test/v1?api-key=qs-secret-99&x=1")
+    assert repr(client) == "OpenAIChatClient('m', base_url='http://user:***@proxy.test/v1?api-key=***&x=1')"

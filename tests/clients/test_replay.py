@@ -109,7 +109,7 @@ async def test_no_secret_is_ever_written(tmp_path: Path, monkeypatch: pytest.Mon
     assert (await replay.run("my key is sk-fake-given-0005, and Bearer sk-fake-typed-0006")).text == "fine"
 
 
-def test_one_switch_moves_from_replay_to_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_one_switch_moves_from_replay_to_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "switch.json"
     made: list[str] = []
 
@@ -117,7 +117,9 @@ def test_one_switch_moves_from_replay_to_record(tmp_path: Path, monkeypatch: pyt
         made.append("real")
         return script()
 
-    assert isinstance(cassette_client(path, real, record=True), RecordingChatClient)
+    recorder = cassette_client(path, real, record=True)
+    assert isinstance(recorder, RecordingChatClient)
+    await ChatAgent(recorder, name="a").run("Weather in Porto?")  # a recorder writes with its first answer
     assert isinstance(cassette_client(path, real), ReplayChatClient)  # made too: it sends nothing
     monkeypatch.setenv("AGENT_NB_RECORD", "1")
     assert isinstance(cassette_client(path, real), RecordingChatClient) and made == ["real"] * 3

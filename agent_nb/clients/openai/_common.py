@@ -1,4 +1,11 @@
-"""What the two OpenAI clients share: configuration, the SDK client, options, errors, content."""
+"""What the two OpenAI clients share: configuration, the SDK client, options, errors, content.
+
+Answers are read as plain JSON data (``plain``) and checked field by field (``get``) before
+anything is built from them: a 200 that is not a completion (``{}``, an HTML page, broken
+JSON, a stream of garbage or one that stops half-way) becomes a ``ModelError`` that names the
+client, its base URL and model, the endpoint, what is wrong, and shows what came back,
+scrubbed of every secret the client knows and cut to a few hundred characters.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, 
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import (
+    AgentNbError,
     ModelBadRequest,
     ModelError,
     ModelRateLimited,
@@ -20,6 +28,7 @@ from ...errors import (
 from ...messages import FunctionCallContent, FunctionResultContent, Message, tool_work_as_text
 from ...tools import FunctionTool
 from ..base import Capabilities
+from ..redaction import safe_url, scrub, scrub_tree, secrets_in
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -107,11 +116,95 @@ def tool_schemas(tools: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
+_SHOWN = 300
+"""How much of a bad answer an error shows."""
+_MISSING: Any = object()
+_KINDS: dict[type, str] = {str: "a string", int: "a number", list: "a list", dict: "an object", bool: "true or false"}
+
+
+def kind_of(value: Any) -> str:
+    """What a JSON value is, in words: ``a string``, ``null``, ``a list`` ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+class Malformed(Exception):
+    """A field of an answer that is missing or of the wrong type; the client raises a ``ModelError`` for it."""
+
+    def __init__(self, where: str, expected: str, got: Any = _MISSING) -> None:
+        self.where, self.expected, self.got = where, expected, got
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        if self.got is _MISSING:
+            return f"{self.where} is missing (it should be {self.expected})"
+        return f"{self.where} should be {self.expected}, not {kind_of(self.got)}"
+
+
+def get(obj: Mapping[str, Any], key: str, kind: type, where: str = "", *, required: bool = False) -> Any:
+    """``obj[key]`` if it is of ``kind`` (``None`` when absent or null, unless ``required``); else ``Malformed``."""
+    path = f"{where}.{key}" if where else key
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise Malformed(path, _KINDS[kind], _MISSING if key not in obj else None)
+        return None
+    ok = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else isinstance(value, kind)
+    if not ok:
+        raise Malformed(path, _KINDS[kind], value)
+    return value
+
+
+def an_object(value: Any, where: str) -> dict[str, Any]:
+    """An element of a list that must be an object."""
+    if not isinstance(value, dict):
+        raise Malformed(where, "an object", value)
+    return value
+
+
+def plain(value: Any) -> Any:
+    """An SDK object as the JSON data it was made from (fields it was given, and extra ones; no defaults)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    fields = getattr(value, "model_fields_set", None)
+    if isinstance(fields, (set, frozenset)) and hasattr(value, "__dict__"):  # a pydantic model, as the SDK builds it
+        out = {k: plain(v) for k, v in vars(value).items() if k in fields}
+        out.update({str(k): plain(v) for k, v in (getattr(value, "__pydantic_extra__", None) or {}).items()})
+        return out
+    return value
+
+
+def as_json(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _looks_like_html(text: str) -> bool:
+    start = text.lstrip()[:300].lower()
+    return start.startswith(("<!doctype", "<html", "<head", "<body")) or "<html" in start
+
+
 class OpenAIClientBase:
-    """Configuration, the SDK client, option checks and error mapping."""
+    """Configuration, the SDK client, option checks, secrets, error mapping and answer checks."""
 
     _OTHER_OPTIONS: frozenset[str] = frozenset()
     """The other API's own options: accepted, and left out of this API's requests."""
+    ENDPOINT = ""
+    """The path of this API under the base URL (``/chat/completions``, ``/responses``)."""
+    ANSWER = "an answer"
+    """What a good answer of this API is called, in errors."""
 
     def __init__(
         self,
@@ -123,12 +216,15 @@ class OpenAIClientBase:
         capabilities: Capabilities | None = None,
         timeout: float | None = None,
         max_retries: int | None = None,
+        default_headers: Mapping[str, str] | None = None,
         **defaults: Any,
     ) -> None:
-        if client is not None and (timeout is not None or max_retries is not None or api_key or base_url):
+        if client is not None and (
+            timeout is not None or max_retries is not None or api_key or base_url or default_headers
+        ):
             raise UsageError(
                 f"{type(self).__name__}: give either client= (configured already) or api_key, base_url, "
-                "timeout and max_retries, not both"
+                "timeout and max_retries (and default_headers), not both"
             )
         self.model = model
         self.base_url = base_url
@@ -139,6 +235,7 @@ class OpenAIClientBase:
         self._client = client
         self._owns_client = client is None
         self._api_key = api_key
+        self._default_headers = dict(default_headers or {})
 
     known_options = SHARED_OPTIONS | CHAT_ONLY | RESPONSES_ONLY
 
@@ -165,6 +262,8 @@ class OpenAIClientBase:
                 kwargs["base_url"] = self.base_url
             if self._timeout is not None:
                 kwargs["timeout"] = self._timeout
+            if self._default_headers:
+                kwargs["default_headers"] = dict(self._default_headers)
             self._client = openai.AsyncOpenAI(**kwargs)
         return self._client
 
@@ -194,56 +293,211 @@ class OpenAIClientBase:
         merged.setdefault("model", self.model)
         return {k: v for k, v in merged.items() if k not in self._OTHER_OPTIONS}
 
-    def _secrets(self) -> list[str]:
-        found = [self._api_key, os.environ.get("OPENAI_API_KEY"), getattr(self._client, "api_key", None)]
-        return [s for s in found if s and s != _LOCAL_KEY]
+    # -- secrets ----------------------------------------------------------------------
 
-    def scrub(self, text: str) -> str:
-        """Whatever a server echoes back, the key never reaches a message."""
-        for secret in self._secrets():
-            text = text.replace(secret, "***")
-        return text
+    def _secrets(self, options: Mapping[str, Any] | None = None) -> list[str]:
+        """Every secret this client holds: its key, the environment's, and those of its headers and options.
 
-    async def call(self, request: Callable[[], Awaitable[T]]) -> T:
-        """``await request()`` (a call to the service), with an SDK error raised as agent_nb's."""
+        ``options`` adds a request's own (its ``extra_headers``, say). Recording clients ask for
+        them too (``RecordingChatClient``), so that a cassette holds none.
+        """
+        found: list[str | None] = [self._api_key, os.environ.get("OPENAI_API_KEY")]
+        found += secrets_in(self._default_headers) | secrets_in(self.defaults)
+        client = self._client
+        if client is not None:
+            found.append(getattr(client, "api_key", None))
+            for name in ("default_headers", "default_query"):
+                try:
+                    value = getattr(client, name, None)
+                except Exception:  # a client that cannot say has nothing to add
+                    value = None
+                if isinstance(value, Mapping):
+                    found += secrets_in({k: v for k, v in value.items() if isinstance(v, str)})
+        if options:
+            found += secrets_in(options)
+        return [s for s in dict.fromkeys(found) if s and not s.endswith(_LOCAL_KEY)]
+
+    def scrub(self, text: str, options: Mapping[str, Any] | None = None) -> str:
+        """Whatever a server echoes back, no secret of this client (or of ``options``) reaches a message."""
+        return scrub(text, self._secrets(options))
+
+    def _base(self) -> str:
+        """The base URL requests go to, fit to show."""
+        url = self.base_url or (getattr(self._client, "base_url", None) if self._client is not None else None)
+        return safe_url(str(url).rstrip("/")) if url else "https://api.openai.com/v1"
+
+    def _where(self, options: Mapping[str, Any] | None = None) -> str:
+        """The client as errors name it: its class, model and base URL (that of a client passed in too)."""
+        where = repr(self)
+        if not self.base_url and self._client is not None:
+            where = f"{type(self).__name__}({self.model!r}, base_url={self._base()!r})"
+        model = (options or {}).get("model")
+        if isinstance(model, str) and model != self.model:
+            where += f" (model {model!r})"
+        return where
+
+    # -- calls --------------------------------------------------------------------------
+
+    async def call(self, request: Callable[[], Awaitable[T]], options: Mapping[str, Any] | None = None) -> T:
+        """``await request()`` (a call to the service), with an SDK error raised as agent_nb's.
+
+        ``options`` are the request's: their secrets are scrubbed from the error too.
+        """
         error = None
         try:
             return await request()
         except Exception as exc:
-            error = self.error(exc)
-        raise error  # outside the except: the SDK's exception (and its request headers) stays behind
+            error = self.error(exc, options)
+        raise _bare(error)  # outside the except: the SDK's exception (and its request headers) stays behind
 
-    async def stream(self, request: Callable[[], Awaitable[AsyncIterable[Any]]]) -> AsyncGenerator[Any, None]:
-        """The events of a streamed call to the service, with an SDK error raised as agent_nb's."""
+    async def stream(
+        self, request: Callable[[], Awaitable[AsyncIterable[Any]]], options: Mapping[str, Any] | None = None
+    ) -> AsyncGenerator[Any, None]:
+        """The events of a streamed call to the service, as plain data, with an SDK error raised as agent_nb's.
+
+        A body that is not a stream of server-sent events (JSON, a web page) is refused with what it
+        holds. The SDK's stream is read by a ``_Reader`` (a task of its own, one event ahead): however
+        the stream ends (done, failed, or left early by the caller), its response is closed and the
+        SDK's generators run to their end, never left for the event loop to close at shutdown.
+        """
         error = None
+        source: Any = None
+        reader: _Reader | None = None
+        seen = 0
         try:
-            async for event in await request():
-                yield event
+            source = await request()
+            await self._refuse_other_bodies(source, options)
+            reader = _Reader(source)
+            while True:
+                event = await reader.next()
+                if event is _END:
+                    break
+                seen += 1
+                yield plain(event)
         except Exception as exc:
-            error = self.error(exc)
+            error = self.error(exc, options, stream=True)
+            if seen and isinstance(error, ModelUnavailable) and not isinstance(exc, AgentNbError):
+                error = ModelUnavailable(
+                    self.scrub(
+                        f"{self._where(options)}: the stream from {self._base()}{self.ENDPOINT} broke off after "
+                        f"{seen} event{'s' if seen != 1 else ''} ({type(exc).__name__}: {exc}); try again",
+                        options,
+                    )
+                )
+        finally:
+            if reader is not None:
+                await reader.close()
+            elif source is not None:
+                await _close_stream(source, None)
         if error is not None:
-            raise error
+            raise _bare(error)
 
-    def error(self, exc: Exception) -> Exception:
+    async def _refuse_other_bodies(self, source: Any, options: Mapping[str, Any] | None) -> None:
+        """Raise, with what came back, when a streamed call was answered with something else than events."""
+        response = getattr(source, "response", None)
+        headers = getattr(response, "headers", None)
+        if response is None or headers is None or not hasattr(response, "aread"):
+            return
+        kind = str(headers.get("content-type", "") or "")
+        if "event-stream" in kind.lower():
+            return
+        body = await response.aread()
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        if any(line.startswith("data:") for line in text.splitlines()):
+            return  # events under another content type: the SDK reads them from what was read
+        raise self.bad_answer(
+            f"the body is {kind or 'of no declared type'}, not a stream of server-sent events",
+            text,
+            options,
+            stream=True,
+            content_type=kind,
+        )
+
+    def answer_data(self, answer: Any, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """A whole answer as a JSON object, scrubbed of the client's secrets; a ``ModelError`` if it is not one."""
+        data = plain(answer)
+        if isinstance(data, bytes):
+            data = data.decode("utf-8", "replace")
+        if isinstance(data, str):
+            text = data
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                problem = f"the body is not JSON ({exc})"
+                if text.lstrip().startswith(("data:", "event:")):
+                    problem = "the body is a stream of server-sent events, though the request was not streamed"
+                data = _MISSING
+            if data is _MISSING:
+                raise self.bad_answer(problem, text, options, stream=False)
+        if not isinstance(data, dict):
+            raise self.bad_answer(f"the body is {kind_of(data)}, not a JSON object", data, options, stream=False)
+        return dict(scrub_tree(data, self._secrets(options), answer=True))
+
+    def bad_answer(
+        self,
+        problem: str,
+        came_back: Any,
+        options: Mapping[str, Any] | None,
+        *,
+        stream: bool,
+        cut: bool = False,
+        content_type: str | None = None,
+    ) -> ModelError:
+        """The error for a 200 that is not ``ANSWER``: what is wrong, what came back (scrubbed, short), what to check.
+
+        ``came_back`` is the body's text or data (``None``: nothing); ``cut=True``: a stream that broke
+        off, which may work on another try (``ModelUnavailable``).
+        """
+        if came_back is None:
+            what = "Nothing came back"
+        else:
+            shown = self.scrub(as_json(came_back), options)
+            snippet = repr(shown[:_SHOWN]) + ("…" if len(shown) > _SHOWN else "")
+            what = f"What came back ({len(shown)} characters{f', {content_type}' if content_type else ''}): {snippet}"
+        base = self._base()
+        if cut:
+            hint = "The server or the connection broke off in the middle of the answer; try again."
+        elif isinstance(came_back, str) and _looks_like_html(came_back):
+            hint = (
+                f"That is a web page, not the API: check base_url ({base}; an OpenAI-compatible API usually "
+                "ends in /v1) and any proxy or login page in between."
+            )
+        else:
+            hint = (
+                f"Is the server at {base} OpenAI-compatible for this API? (OpenAIChatClient speaks "
+                "/chat/completions, OpenAIResponsesClient /responses.)"
+            )
+        message = (
+            f"{self._where(options)}: POST {base}{self.ENDPOINT}{' (streamed)' if stream else ''} was answered, "
+            f"but not with {self.ANSWER}: {problem}. {what}. {hint}"
+        )
+        return (ModelUnavailable if cut else ModelError)(self.scrub(message, options))
+
+    def error(self, exc: Exception, options: Mapping[str, Any] | None = None, *, stream: bool = False) -> Exception:
         """The agent_nb error for an SDK error; ``call`` and ``stream`` raise it outside the ``except``.
 
         Raised there, it has no ``__context__``: the SDK's exception holds the request, and
         the request holds the Authorization header.
         """
+        if isinstance(exc, AgentNbError):
+            return exc
+        if isinstance(exc, json.JSONDecodeError):  # a body (or a streamed event) that is not JSON
+            problem = f"it is not JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
+            return self.bad_answer(problem, exc.doc, options, stream=stream)
         openai = sdk_module()
-        where = f"{self!r}"
+        where = self._where(options)
         if isinstance(exc, openai.APITimeoutError):
             return ModelTimeout(f"{where}: the server did not answer in time; try again or raise timeout=")
         if isinstance(exc, openai.APIConnectionError):
             return ModelUnavailable(
-                self.scrub(f"{where}: cannot reach the server ({exc}); is it running at {self.base_url or 'the API'}?")
+                self.scrub(f"{where}: cannot reach the server ({exc}); is it running at {self._base()}?", options)
             )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             body = exc.body if isinstance(exc.body, dict) else {}
             detail = body.get("error", body)
             said = detail.get("message") if isinstance(detail, dict) else None
-            said = self.scrub(str(said or exc.message))
+            said = self.scrub(str(said or exc.message), options)
             if status == 429:
                 return ModelRateLimited(f"{where}: rate limited (429): {said}; wait, or route elsewhere")
             if status >= 500:
@@ -255,9 +509,96 @@ class OpenAIClientBase:
                 )
             return ModelBadRequest(f"{where}: the server refused the request ({status}): {said}", status=status)
         if isinstance(exc, openai.OpenAIError):
-            return ModelError(self.scrub(f"{where}: {type(exc).__name__}: {exc}"))
+            return ModelError(self.scrub(f"{where}: {type(exc).__name__}: {exc}", options))
         return exc
 
     def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        where = f", base_url={safe_url(self.base_url)!r}" if self.base_url else ""
         return f"{type(self).__name__}({self.model!r}{where})"
+
+
+def _bare(error: BaseException) -> BaseException:
+    """``error`` without what it was raised from: nothing of the SDK's exception (or its request) goes with it."""
+    error.__cause__ = None
+    error.__context__ = None
+    error.__suppress_context__ = True
+    return error
+
+
+_END: Any = object()
+_FAILED: Any = object()
+
+
+class _Reader:
+    """Reads a streamed response in a task of its own, at most one event ahead of the caller.
+
+    Read in the caller's task, the SDK's generators (and httpx's under them) stay suspended
+    whenever the caller stops early; the event loop closes such generators when it shuts down,
+    all at once, and they collide ("aclose(): asynchronous generator is already running"). A
+    task is cancelled before that, and its generators run to their end inside it. The task
+    never ends with an error of its own (an error is handed to the caller), so no "Task
+    exception was never retrieved" either.
+    """
+
+    def __init__(self, source: Any) -> None:
+        import asyncio
+
+        self._queue: asyncio.Queue[tuple[Any, Any]] = asyncio.Queue(maxsize=1)
+        self._task = asyncio.get_running_loop().create_task(self._read(source))
+        self._over = False
+        """Whether the last event (or the error) was handed over: the task then ends by itself."""
+
+    async def _read(self, source: Any) -> None:
+        events = None
+        try:
+            events = source.__aiter__()
+            async for event in events:
+                await self._queue.put((event, None))
+            await self._queue.put((_END, None))
+        except Exception as exc:
+            await self._queue.put((_FAILED, exc))
+        finally:
+            await _close_stream(source, events)
+
+    async def next(self) -> Any:
+        """The next event, ``_END`` after the last; the stream's own error is raised here."""
+        event, error = await self._queue.get()
+        self._over = event is _END or event is _FAILED
+        if event is _FAILED:
+            raise error
+        return event
+
+    async def close(self) -> None:
+        """Stop reading (if it has not stopped) and wait until the response is closed."""
+        import asyncio
+
+        if not self._task.done():
+            if not self._over:
+                self._task.cancel()  # else it is closing the response now: let it finish
+            await asyncio.wait({self._task})  # raises only if the caller itself is cancelled
+        if not self._task.cancelled():
+            self._task.exception()  # retrieved: never reported as lost
+
+
+async def _close_stream(source: Any, events: Any) -> None:
+    """Close a streamed response, then run the SDK's generators to their end (at once: the response is closed).
+
+    Left suspended, they would be closed by the event loop's finalizer, possibly as the loop
+    shuts down and all at once ("aclose(): asynchronous generator is already running").
+    """
+    if source is None:
+        return
+    try:
+        response = getattr(source, "response", None)
+        if response is not None and hasattr(response, "aclose"):
+            await response.aclose()
+        elif hasattr(source, "close"):
+            await source.close()
+    except Exception:  # closing is best effort: the caller's own error matters more
+        pass
+    if events is not None:
+        try:
+            async for _ in events:
+                pass
+        except Exception:  # a closed response ends its stream with an error: expected
+            pass

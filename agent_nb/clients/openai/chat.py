@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...messages import (
     ChatResponse,
@@ -16,10 +17,14 @@ from ...messages import (
     Usage,
 )
 from ..base import HistoryMode
+from ..redaction import TextScrubber, scrub
 from ._common import (
     RESPONSES_ONLY,
+    Malformed,
     OpenAIClientBase,
+    an_object,
     arguments_json,
+    get,
     parse_arguments,
     result_text,
     tool_schemas,
@@ -41,6 +46,8 @@ class OpenAIChatClient(OpenAIClientBase):
 
     history_mode: HistoryMode = "caller"
     _OTHER_OPTIONS = RESPONSES_ONLY - {"max_output_tokens", "instructions", "text"}
+    ENDPOINT = "/chat/completions"
+    ANSWER = "a chat completion"
 
     def request(self, messages: Sequence[Message], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The exact keyword arguments sent to ``chat.completions.create``."""
@@ -72,25 +79,13 @@ class OpenAIChatClient(OpenAIClientBase):
         session: AgentSession | None = None,
     ) -> ChatResponse:
         payload = self.request(messages, options)
-        completion = await self.call(lambda: self.sdk.chat.completions.create(**payload))
-        choice = completion.choices[0]
-        contents: list[Any] = []
-        if choice.message.content:
-            contents.append(TextContent(choice.message.content))
-        for call in choice.message.tool_calls or ():
-            fn = getattr(call, "function", None)
-            if fn is not None:
-                contents.append(
-                    FunctionCallContent(call_id=call.id, name=fn.name, arguments=parse_arguments(fn.arguments))
-                )
-        usage = completion.usage
-        return ChatResponse(
-            [Message("assistant", contents)],
-            response_id=completion.id,
-            model=completion.model,
-            finish_reason=choice.finish_reason,
-            usage=Usage(input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens) if usage else None,
-        )
+        completion = await self.call(lambda: self.sdk.chat.completions.create(**payload), payload)
+        data = self.answer_data(completion, payload)
+        try:
+            return _completion(data)
+        except Malformed as why:
+            problem = why.describe()
+        raise self.bad_answer(problem, data, payload, stream=False)
 
     async def get_streaming_response(
         self,
@@ -102,29 +97,134 @@ class OpenAIChatClient(OpenAIClientBase):
         payload = self.request(messages, options)
         payload["stream"] = True
         payload["stream_options"] = {"include_usage": True}
+        secrets = self._secrets(payload)
+        text = TextScrubber(secrets)
         calls: dict[int, dict[str, str]] = {}
-        usage = finish = response_id = model = None
-        async with aclosing(self.stream(lambda: self.sdk.chat.completions.create(**payload))) as chunks:
+        usage: Usage | None = None
+        finish = response_id = model = None
+        recent: deque[Any] = deque(maxlen=3)
+        seen = 0
+        async with aclosing(self.stream(lambda: self.sdk.chat.completions.create(**payload), payload)) as chunks:
             async for chunk in chunks:
-                response_id, model = chunk.id or response_id, chunk.model or model
-                if chunk.usage is not None:
-                    usage = Usage(input_tokens=chunk.usage.prompt_tokens, output_tokens=chunk.usage.completion_tokens)
-                for choice in chunk.choices:
-                    finish = choice.finish_reason or finish
-                    delta = choice.delta
-                    for part in delta.tool_calls or ():
-                        slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                        slot["id"] = part.id or slot["id"]
-                        if part.function is not None:
-                            slot["name"] = part.function.name or slot["name"]  # sent once; some servers repeat it
-                            slot["arguments"] += part.function.arguments or ""
-                    if delta.content:
-                        yield ChatResponseUpdate([delta.content], response_id=response_id, model=model)
-        tool_calls = [
-            FunctionCallContent(call_id=c["id"], name=c["name"], arguments=parse_arguments(c["arguments"]))
+                seen += 1
+                recent.append(chunk)
+                problem = None
+                try:
+                    piece = _chunk(chunk)
+                except Malformed as why:
+                    problem = f"event {seen} of the stream is not a chat completion chunk: {why.describe()}"
+                if problem is not None:
+                    raise self.bad_answer(problem, chunk, payload, stream=True)
+                response_id = scrub(piece.id, secrets, answer=True) if piece.id else response_id
+                model = scrub(piece.model, secrets, answer=True) if piece.model else model
+                usage = piece.usage or usage
+                finish = piece.finish or finish
+                for index, call_id, name, arguments in piece.calls:
+                    slot = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+                    slot["id"] = call_id or slot["id"]
+                    slot["name"] = name or slot["name"]  # sent once; some servers repeat it
+                    slot["arguments"] += arguments
+                shown = text.feed(piece.text) if piece.text else ""
+                if shown:
+                    yield ChatResponseUpdate([shown], response_id=response_id, model=model)
+        if finish is None:
+            raise self.bad_answer(
+                f"the stream ended after {seen} event{'s' if seen != 1 else ''} without a finish_reason "
+                "(the answer is not complete)",
+                list(recent) or None,
+                payload,
+                stream=True,
+                cut=True,
+            )
+        rest = text.flush()
+        contents: list[Any] = [rest] if rest else []
+        contents += [
+            FunctionCallContent(
+                call_id=scrub(c["id"], secrets, answer=True),
+                name=scrub(c["name"], secrets, answer=True),
+                arguments=parse_arguments(scrub(c["arguments"], secrets, answer=True)),
+            )
             for _, c in sorted(calls.items())
         ]
-        yield ChatResponseUpdate(tool_calls, response_id=response_id, model=model, usage=usage, finish_reason=finish)
+        yield ChatResponseUpdate(contents, response_id=response_id, model=model, usage=usage, finish_reason=finish)
+
+
+class _Chunk(NamedTuple):
+    id: str | None
+    model: str | None
+    usage: Usage | None
+    finish: str | None
+    text: str
+    calls: list[tuple[int, str | None, str | None, str]]
+
+
+def _usage(data: Mapping[str, Any]) -> Usage | None:
+    usage = get(data, "usage", dict)
+    if usage is None:
+        return None
+    return Usage(
+        input_tokens=get(usage, "prompt_tokens", int, "usage") or 0,
+        output_tokens=get(usage, "completion_tokens", int, "usage") or 0,
+    )
+
+
+def _completion(data: Mapping[str, Any]) -> ChatResponse:
+    """A whole answer (checked field by field) as a ``ChatResponse``."""
+    choices = get(data, "choices", list, required=True)
+    if not choices:
+        raise Malformed("choices", "a list of at least one choice", choices)
+    choice = an_object(choices[0], "choices[0]")
+    message = get(choice, "message", dict, "choices[0]", required=True)
+    contents: list[Any] = []
+    content = get(message, "content", str, "choices[0].message")
+    if content:
+        contents.append(TextContent(content))
+    for i, call in enumerate(get(message, "tool_calls", list, "choices[0].message") or ()):
+        where = f"choices[0].message.tool_calls[{i}]"
+        fn = get(an_object(call, where), "function", dict, where)
+        if fn is not None:
+            contents.append(
+                FunctionCallContent(
+                    call_id=get(call, "id", str, where) or "",
+                    name=get(fn, "name", str, f"{where}.function", required=True),
+                    arguments=parse_arguments(get(fn, "arguments", str, f"{where}.function")),
+                )
+            )
+    return ChatResponse(
+        [Message("assistant", contents)],
+        response_id=get(data, "id", str),
+        model=get(data, "model", str),
+        finish_reason=get(choice, "finish_reason", str, "choices[0]"),
+        usage=_usage(data),
+    )
+
+
+def _chunk(data: Any) -> _Chunk:
+    """One streamed chunk, checked field by field."""
+    data = an_object(data, "the event")
+    text: list[str] = []
+    calls: list[tuple[int, str | None, str | None, str]] = []
+    finish = None
+    for i, choice in enumerate(get(data, "choices", list, required=True)):
+        where = f"choices[{i}]"
+        choice = an_object(choice, where)
+        finish = get(choice, "finish_reason", str, where) or finish
+        delta = get(choice, "delta", dict, where) or {}
+        text.append(get(delta, "content", str, f"{where}.delta") or "")
+        for j, part in enumerate(get(delta, "tool_calls", list, f"{where}.delta") or ()):
+            at = f"{where}.delta.tool_calls[{j}]"
+            part = an_object(part, at)
+            fn = get(part, "function", dict, at) or {}
+            index = get(part, "index", int, at)
+            calls.append(
+                (
+                    j if index is None else index,
+                    get(part, "id", str, at),
+                    get(fn, "name", str, f"{at}.function"),
+                    get(fn, "arguments", str, f"{at}.function") or "",
+                )
+            )
+    return _Chunk(get(data, "id", str), get(data, "model", str), _usage(data), finish, "".join(text), calls)
 
 
 def chat_messages(m: Message) -> list[dict[str, Any]]:

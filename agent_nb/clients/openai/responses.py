@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,20 @@ from ...messages import (
     Usage,
 )
 from ..base import HistoryMode
-from ._common import CHAT_ONLY, OpenAIClientBase, arguments_json, parse_arguments, result_text, tool_schemas, user_parts
+from ..redaction import TextScrubber, scrub_tree
+from ._common import (
+    CHAT_ONLY,
+    Malformed,
+    OpenAIClientBase,
+    an_object,
+    arguments_json,
+    as_json,
+    get,
+    parse_arguments,
+    result_text,
+    tool_schemas,
+    user_parts,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -40,6 +54,8 @@ class OpenAIResponsesClient(OpenAIClientBase):
     """
 
     _OTHER_OPTIONS = CHAT_ONLY - {"max_completion_tokens"} | {"seed", "stop"}
+    ENDPOINT = "/responses"
+    ANSWER = "a response"
 
     def __init__(self, model: str, *, store: bool = False, **settings: Any) -> None:
         super().__init__(model, **settings)
@@ -106,15 +122,30 @@ class OpenAIResponsesClient(OpenAIClientBase):
         session: AgentSession | None = None,
     ) -> ChatResponse:
         payload = self.request(messages, options, previous=self._previous(session))
-        response = await self.call(lambda: self.sdk.responses.create(**payload))
-        self._remember(session, response.id)
-        contents = [c for item in response.output for c in output_contents(item)]
+        answer = await self.call(lambda: self.sdk.responses.create(**payload), payload)
+        data = self.answer_data(answer, payload)
+        problem = None
+        try:
+            contents = [
+                c
+                for i, entry in enumerate(get(data, "output", list, required=True))
+                for c in output_contents(an_object(entry, f"output[{i}]"), f"output[{i}]")
+            ]
+            response_id, model, usage = get(data, "id", str), get(data, "model", str), _usage(data)
+            finish = _finish(data, contents)
+        except Malformed as why:
+            problem = why.describe()
+        if problem is not None:
+            raise self.bad_answer(problem, data, payload, stream=False)
+        if data.get("status") == "failed":
+            raise ModelError(self._failure(data, payload))
+        self._remember(session, response_id)
         return ChatResponse(
             [Message("assistant", contents)],
-            response_id=response.id,
-            model=response.model,
-            finish_reason=_finish(response, contents),
-            usage=_usage(response),
+            response_id=response_id,
+            model=model,
+            finish_reason=finish,
+            usage=usage,
         )
 
     async def get_streaming_response(
@@ -126,34 +157,68 @@ class OpenAIResponsesClient(OpenAIClientBase):
     ) -> AsyncIterator[ChatResponseUpdate]:
         payload = self.request(messages, options, previous=self._previous(session))
         payload["stream"] = True
+        secrets = self._secrets(payload)
+        text = TextScrubber(secrets)
         calls: list[Any] = []
-        final = None
-        async with aclosing(self.stream(lambda: self.sdk.responses.create(**payload))) as events:
+        final: tuple[str | None, str | None, Usage | None, dict[str, Any]] | None = None
+        recent: deque[Any] = deque(maxlen=3)
+        seen = 0
+        async with aclosing(self.stream(lambda: self.sdk.responses.create(**payload), payload)) as events:
             async for event in events:
-                kind = getattr(event, "type", "")
-                if kind == "response.output_text.delta" and event.delta:
-                    yield ChatResponseUpdate([event.delta], model=self.model)
-                elif kind == "response.output_item.done" and getattr(event.item, "type", "") == "function_call":
-                    calls.extend(output_contents(event.item))
-                elif kind in ("response.completed", "response.incomplete"):
-                    final = event.response
-                elif kind in ("response.failed", "error"):
-                    raise ModelError(self._failure(event))
-        response_id = getattr(final, "id", None)
+                seen += 1
+                recent.append(event)
+                problem = failure = None
+                delta = ""
+                try:
+                    kind = get(an_object(event, "the event"), "type", str, required=True)
+                    if kind == "response.output_text.delta":
+                        delta = get(event, "delta", str, required=True)
+                    elif kind == "response.output_item.done":
+                        done = get(event, "item", dict, required=True)
+                        if done.get("type") == "function_call":
+                            calls.extend(output_contents(scrub_tree(done, secrets, answer=True), "item"))
+                    elif kind in ("response.completed", "response.incomplete"):
+                        response = scrub_tree(get(event, "response", dict, required=True), secrets, answer=True)
+                        _finish(response, calls)  # every field is checked here, in the event it came with
+                        final = (get(response, "id", str), get(response, "model", str), _usage(response), response)
+                    elif kind in ("response.failed", "error"):
+                        failure = self._failure(event, payload)
+                except Malformed as why:
+                    problem = f"event {seen} of the stream is not one of the Responses API: {why.describe()}"
+                if problem is not None:
+                    raise self.bad_answer(problem, event, payload, stream=True)
+                if failure is not None:
+                    raise ModelError(failure)
+                shown = text.feed(delta) if delta else ""
+                if shown:
+                    yield ChatResponseUpdate([shown], model=self.model)
+        if final is None:
+            raise self.bad_answer(
+                f"the stream ended after {seen} event{'s' if seen != 1 else ''} without response.completed "
+                "(the answer is not complete)",
+                list(recent) or None,
+                payload,
+                stream=True,
+                cut=True,
+            )
+        response_id, model, usage, response = final
         self._remember(session, response_id)
+        rest = text.flush()
         yield ChatResponseUpdate(
-            calls,
+            [*([rest] if rest else []), *calls],
             response_id=response_id,
-            model=getattr(final, "model", None) or self.model,
-            usage=_usage(final) if final is not None else None,
-            finish_reason=_finish(final, calls) if final is not None else None,
+            model=model or self.model,
+            usage=usage,
+            finish_reason=_finish(response, calls),
         )
 
-    def _failure(self, event: Any) -> str:
-        """The server's own words for a failed stream: scrubbed first, then cut to length."""
-        detail = getattr(getattr(getattr(event, "response", None), "error", None), "message", None)
-        said = self.scrub(str(detail or getattr(event, "message", None) or event))
-        return f"{self!r}: the response failed: {said[:300]}"
+    def _failure(self, event: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> str:
+        """The server's own words for a failed response: scrubbed first, then cut to length."""
+        response = event.get("response") if isinstance(event.get("response"), Mapping) else event
+        error = response.get("error") if isinstance(response, Mapping) else None
+        detail = error.get("message") if isinstance(error, Mapping) else None
+        said = detail or event.get("message") or as_json(event)
+        return f"{self._where(options)}: the response failed: {self.scrub(str(said), options)[:300]}"
 
 
 def _text_format(fmt: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,26 +253,41 @@ def response_items(m: Message) -> list[dict[str, Any]]:
     return [{"type": "message", "role": m.role, "content": parts}]
 
 
-def output_contents(item: Any) -> list[Any]:
-    kind = getattr(item, "type", "")
+def output_contents(entry: Mapping[str, Any], where: str = "output") -> list[Any]:
+    """The contents of one output item (a message's texts, a function call); other kinds have none here."""
+    kind = get(entry, "type", str, where)
     if kind == "message":
-        return [TextContent(p.text) for p in item.content if getattr(p, "type", "") == "output_text" and p.text]
+        texts = []
+        for i, part in enumerate(get(entry, "content", list, where) or ()):
+            at = f"{where}.content[{i}]"
+            if get(an_object(part, at), "type", str, at) == "output_text":
+                texts.append(get(part, "text", str, at))
+        return [TextContent(t) for t in texts if t]
     if kind == "function_call":
-        return [FunctionCallContent(call_id=item.call_id, name=item.name, arguments=parse_arguments(item.arguments))]
+        return [
+            FunctionCallContent(
+                call_id=get(entry, "call_id", str, where, required=True),
+                name=get(entry, "name", str, where, required=True),
+                arguments=parse_arguments(get(entry, "arguments", str, where)),
+            )
+        ]
     return []
 
 
-def _usage(response: Any) -> Usage | None:
-    usage = getattr(response, "usage", None)
+def _usage(response: Mapping[str, Any]) -> Usage | None:
+    usage = get(response, "usage", dict, "response")
     if usage is None:
         return None
-    return Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0)
+    return Usage(
+        input_tokens=get(usage, "input_tokens", int, "response.usage") or 0,
+        output_tokens=get(usage, "output_tokens", int, "response.usage") or 0,
+    )
 
 
-def _finish(response: Any, contents: Sequence[Any]) -> str:
-    if getattr(response, "status", None) == "incomplete":
-        details = getattr(response, "incomplete_details", None)
-        return str(getattr(details, "reason", None) or "incomplete")
+def _finish(response: Mapping[str, Any], contents: Sequence[Any]) -> str:
+    if get(response, "status", str, "response") == "incomplete":
+        details = get(response, "incomplete_details", dict, "response") or {}
+        return str(details.get("reason") or "incomplete")
     return "tool_calls" if any(c.type == "function_call" for c in contents) else "stop"
 
 
