@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .clients.base import ChatClient
+from .clients.base import ChatClient, closing_stream
 from .errors import AgentNbError, EmptyAnswer, ModelError, ToolRoundsExceeded, ToolTimeout, UsageError, bad_argument
 from .messages import (
     AgentResponse,
@@ -469,22 +469,24 @@ class _Turn:
                 yield AgentResponseUpdate(m.contents, role="tool", author_name=name)
             for round_ in range(self.agent.max_tool_rounds + 1):
                 updates = []
+                stream = self.agent.client.get_streaming_response(
+                    [*request, *self.produced], self.options, session=self.session
+                )
                 try:
-                    async for update in self.agent.client.get_streaming_response(
-                        [*request, *self.produced], self.options, session=self.session
-                    ):
-                        updates.append(update)
-                        yield AgentResponseUpdate(
-                            update.contents,
-                            role=update.role,
-                            author_name=update.author_name or name,
-                            message_id=update.message_id,
-                            response_id=update.response_id,
-                            model=update.model,
-                            route=update.route,
-                            repairs=update.repairs,
-                            usage=update.usage,
-                        )
+                    async with closing_stream(stream) as chunks:
+                        async for update in chunks:
+                            updates.append(update)
+                            yield AgentResponseUpdate(
+                                update.contents,
+                                role=update.role,
+                                author_name=update.author_name or name,
+                                message_id=update.message_id,
+                                response_id=update.response_id,
+                                model=update.model,
+                                route=update.route,
+                                repairs=update.repairs,
+                                usage=update.usage,
+                            )
                 except AgentNbError:
                     raise
                 except Exception as exc:

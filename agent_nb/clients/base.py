@@ -9,11 +9,12 @@ clients the defaults: caller-managed, everything supported.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from ..errors import ServiceManagedHistoryError
 from ..messages import ChatResponse, ChatResponseUpdate, Message, Usage, estimate_tokens
@@ -27,9 +28,12 @@ __all__ = [
     "HistoryMode",
     "OfflineChatClient",
     "capabilities_of",
+    "closing_stream",
     "history_mode_of",
     "refuse_service_managed",
 ]
+
+T = TypeVar("T")
 
 _WORDS = re.compile(r"\s*\S+|\s+")
 
@@ -76,6 +80,21 @@ class ChatClient(Protocol):
         *,
         session: AgentSession | None = None,
     ) -> AsyncIterator[ChatResponseUpdate]: ...
+
+
+@contextlib.asynccontextmanager
+async def closing_stream(stream: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+    """A client's stream that is closed however the ``async with`` around it is left.
+
+    A stream left early (an error, a cancellation, a ``break``) is closed at once, not whenever
+    the garbage collector gets to it, so its connection is released and nothing is said on stderr.
+    """
+    try:
+        yield stream
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def history_mode_of(client: object) -> HistoryMode:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-from ..clients.base import Capabilities, ChatClient, capabilities_of, refuse_service_managed
+from ..clients.base import Capabilities, ChatClient, capabilities_of, closing_stream, refuse_service_managed
 from ..errors import AllAttemptsFailed, ModelError
 from ..messages import ChatResponse, ChatResponseUpdate, Message
 from ..sessions import AgentSession
@@ -99,9 +99,10 @@ class FallbackChatClient:
         for client in self.clients:
             shown = False
             try:
-                async for update in client.get_streaming_response(messages, options, session=session):
-                    shown = True
-                    yield update
+                async with closing_stream(client.get_streaming_response(messages, options, session=session)) as ups:
+                    async for update in ups:
+                        shown = True
+                        yield update
                 return
             except Exception as exc:
                 if shown or not self.retry_on(exc):

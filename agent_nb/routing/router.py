@@ -28,8 +28,10 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from ..clients.base import Capabilities, ChatClient, capabilities_of, refuse_service_managed
+from ..clients.base import Capabilities, ChatClient, capabilities_of, closing_stream, refuse_service_managed
 from ..errors import (
+    AgentNbError,
+    AllAttemptsFailed,
     RouteIncompatibleError,
     RouteNotFoundError,
     UsageError,
@@ -296,8 +298,21 @@ class RoutingChatClient(Displayable):
         route, client = self._choose(messages, options, session)
         request, repairs = self._prepare(route, client, messages, session)
         options = self._options_for(client, options)
-        response = await client.get_response(request, options, session=session)
+        try:
+            response = await client.get_response(request, options, session=session)
+        except Exception as exc:
+            self._name_route(exc, route)
+            raise
         return response.model_copy(update={"route": route, "repairs": tuple(repairs)} if repairs else {"route": route})
+
+    def _name_route(self, exc: BaseException, route: str) -> None:
+        """Say which route failed: the note travels with the error, and an agent_nb error's text says it too."""
+        where = f"route {route!r} of router {self.name!r}"
+        if hasattr(exc, "add_note") and where not in getattr(exc, "__notes__", ()):
+            exc.add_note(where)
+        plain = isinstance(exc, AgentNbError) and not isinstance(exc, AllAttemptsFailed)  # a group keeps its words
+        if plain and exc.args and isinstance(exc.args[0], str) and where not in exc.args[0]:
+            exc.args = (f"{where}: {exc.args[0]}", *exc.args[1:])
 
     async def get_streaming_response(
         self,
@@ -311,9 +326,14 @@ class RoutingChatClient(Displayable):
         request, repairs = self._prepare(route, client, messages, session)
         options = self._options_for(client, options)
         first = {"route": route, "repairs": tuple(repairs)}
-        async for update in client.get_streaming_response(request, options, session=session):
-            yield update.model_copy(update=first if first else {"route": route})
-            first = {}
+        try:
+            async with closing_stream(client.get_streaming_response(request, options, session=session)) as updates:
+                async for update in updates:
+                    yield update.model_copy(update=first if first else {"route": route})
+                    first = {}
+        except Exception as exc:
+            self._name_route(exc, route)
+            raise
 
     def __repr__(self) -> str:
         return f"RoutingChatClient({list(self._routes)}, default_route={self.default_route!r})"

@@ -216,11 +216,6 @@ async def test_the_answers_own_words_are_scrubbed_too():
             assert secret not in text, secret
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RoutingChatClient does not name the route in a route's error; agent_nb/routing/router.py should "
-    "add a note (route 'fast' of router 'router') to an AgentNbError its route raises",
-)
 async def test_a_routed_error_names_the_route():
     router = RoutingChatClient({"fast": client(OpenAIChatClient, page)})
     with pytest.raises(ModelError) as info:
