@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..messages import AgentResponseUpdate, Message
 from ..rendering import Displayable
+from ..workflow.result import folded
 from .chat import chat_column
 from .context import columns_html, legend
 from .graph import graph_of, graph_svg
@@ -105,7 +106,7 @@ class RunView(Displayable):
 
     def to_text(self) -> str:
         index = len(self.results) - 1 if self.turn is None else self.turn % len(self.results)
-        return f"turn {index + 1} of {len(self.results)}\n{self.results[index].trace.to_text()}"
+        return folded(f"turn {index + 1} of {len(self.results)}", self.results[index].trace)
 
     def html(self) -> str:
         """The view as an HTML fragment."""

@@ -187,9 +187,23 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
             snapshots.append(record)
         return {"executors": list(self.executor_ids), "snapshots": snapshots, "chat": dump(self.chat)}
 
-    def to_text(self, *, width: int = 100, timings: bool = False) -> str:
-        """A plain-text report: per invocation, what arrived, what was kept and dropped, what was answered."""
-        return trace_text(self, width=width, timings=timings)
+    def to_text(
+        self,
+        *,
+        width: int = 100,
+        timings: bool = False,
+        max_messages: int | None = None,
+        max_chars: int | None = None,
+        max_bytes: int | None = None,
+    ) -> str:
+        """A plain-text report: per invocation, what arrived, what was kept and dropped, what was answered.
+
+        Whole by default; the ``max_*`` options fold long lists, long texts and a long report
+        (``RunResult`` uses them for its notebook text).
+        """
+        return trace_text(
+            self, width=width, timings=timings, max_messages=max_messages, max_chars=max_chars, max_bytes=max_bytes
+        )
 
     def __repr__(self) -> str:
         return f"Trace({len(self)} snapshots, executors={list(self.executor_ids)})"

@@ -55,5 +55,17 @@ class RunResult(Displayable):
         )
 
     def to_text(self) -> str:
-        """What the run was, then its trace's text report."""
-        return f"{self!r}\n{self.trace.to_text()}"
+        """What the run was, then its trace's text report, folded to at most 100,000 bytes (a notebook stores it).
+
+        Folded like the run view (``run_view``'s ``max_messages=40``, ``max_chars=400``): a list of more
+        than 40 messages shows its first 10 and last 30 and counts the rest, a text of more than 400
+        characters says how much of it was left out, and a longer run folds its invocations (see
+        ``trace_text``). A run that needs no folding prints its whole report, as ``str(result.trace)``.
+        """
+        return folded(repr(self), self.trace)
+
+
+def folded(first: str, trace: Trace) -> str:
+    """``first``, then ``trace``'s report folded so the whole text stays under 100,000 bytes."""
+    rest = min(99_000, 100_000 - len(first.encode()) - 1)
+    return f"{first}\n{trace.to_text(max_messages=40, max_chars=400, max_bytes=rest)}"
