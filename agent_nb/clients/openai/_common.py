@@ -1,18 +1,23 @@
-"""What the two OpenAI clients share: configuration, the SDK client, options, errors, content.
+"""What the two OpenAI clients share: configuration, the SDK client, options, and the base class.
 
-Answers are read as plain JSON data (``plain``) and checked field by field (``get``) before
-anything is built from them: a 200 that is not a completion (``{}``, an HTML page, broken
-JSON, a stream of garbage or one that stops half-way) becomes a ``ModelError`` that names the
-client, its base URL and model, the endpoint, what is wrong, and shows what came back,
-scrubbed of every secret the client knows and cut to a few hundred characters.
+``OpenAIClientBase`` holds a client's configuration (model, base URL, key, headers), makes the
+SDK client, checks options against the shared vocabulary (``SHARED_OPTIONS``, ``CHAT_ONLY``,
+``RESPONSES_ONLY``), knows the client's secrets, wraps every call to the service (``call``,
+``stream``) and maps the SDK's errors onto agent_nb's.
+
+Answers are read as plain JSON data and checked field by field before anything is built from
+them (``_answers``): a 200 that is not a completion (``{}``, an HTML page, broken JSON, a stream
+of garbage or one that stops half-way) becomes a ``ModelError`` that names the client, its base
+URL and model, the endpoint, what is wrong, and shows what came back, scrubbed of every secret
+the client knows and cut to a few hundred characters (``bad_answer``). Streams are read by
+``_streams``; the clients spell messages' contents and tools with ``_contents``.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import (
@@ -25,10 +30,10 @@ from ...errors import (
     UsageError,
     did_you_mean,
 )
-from ...messages import FunctionCallContent, FunctionResultContent, Message, tool_work_as_text
-from ...tools import FunctionTool
 from ..base import Capabilities
 from ..redaction import safe_url, scrub, scrub_tree, secrets_in
+from ._answers import _MISSING, _SHOWN, _looks_like_html, as_json, kind_of, plain
+from ._streams import _END, _close_stream, _Reader
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -55,145 +60,6 @@ def sdk_module() -> Any:
     except ImportError as exc:  # pragma: no cover - openai is a dependency
         raise ImportError("the OpenAI clients need the openai package: pip install agent_nb") from exc
     return openai
-
-
-def parse_arguments(raw: str | None) -> dict[str, Any] | str:
-    """Parsed tool-call arguments, or the raw text when the model sent something that is not JSON."""
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-    return value if isinstance(value, dict) else raw
-
-
-def arguments_json(call: FunctionCallContent) -> str:
-    if not isinstance(call.arguments, str):
-        return json.dumps(call.arguments)
-    # A model's broken arguments (cut off, not JSON) were answered with an error already; servers
-    # that parse the history would refuse the whole request over them, so they travel as {}.
-    return call.arguments if isinstance(parse_arguments(call.arguments), dict) else "{}"
-
-
-def result_text(result: FunctionResultContent) -> str:
-    if result.exception:
-        return f"Error: {result.exception}"
-    return result.result if isinstance(result.result, str) else json.dumps(result.result, default=str)
-
-
-def image_url(content: Any) -> str | None:
-    media = getattr(content, "media_type", None) or ""
-    if not media.startswith("image/"):
-        return None
-    if content.type == "data":
-        return f"data:{media};base64,{base64.b64encode(content.data).decode()}"
-    return str(content.uri)
-
-
-def user_parts(m: Message, *, text: str, image: str) -> list[dict[str, Any]]:
-    """A user or system message's contents as API parts (``text``/``image`` name the part types)."""
-    parts: list[dict[str, Any]] = []
-    for c in m.contents:
-        url = image_url(c)
-        if url is not None:
-            parts.append({"type": image, "image_url": url})
-        else:
-            body = c.text if c.type == "text" else getattr(tool_work_as_text(c), "text", f"[{c.type}]")
-            parts.append({"type": text, "text": body})
-    return parts
-
-
-def tool_schemas(tools: Iterable[Any]) -> list[dict[str, Any]]:
-    out = []
-    for t in tools:
-        if isinstance(t, FunctionTool):
-            out.append(t.schema())
-        elif isinstance(t, Mapping):
-            out.append(dict(t.get("function", t)))
-        else:
-            out.append(FunctionTool(t).schema())
-    return out
-
-
-_SHOWN = 300
-"""How much of a bad answer an error shows."""
-_MISSING: Any = object()
-_KINDS: dict[type, str] = {str: "a string", int: "a number", list: "a list", dict: "an object", bool: "true or false"}
-
-
-def kind_of(value: Any) -> str:
-    """What a JSON value is, in words: ``a string``, ``null``, ``a list`` ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true or false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
-
-
-class Malformed(Exception):
-    """A field of an answer that is missing or of the wrong type; the client raises a ``ModelError`` for it."""
-
-    def __init__(self, where: str, expected: str, got: Any = _MISSING) -> None:
-        self.where, self.expected, self.got = where, expected, got
-        super().__init__(self.describe())
-
-    def describe(self) -> str:
-        if self.got is _MISSING:
-            return f"{self.where} is missing (it should be {self.expected})"
-        return f"{self.where} should be {self.expected}, not {kind_of(self.got)}"
-
-
-def get(obj: Mapping[str, Any], key: str, kind: type, where: str = "", *, required: bool = False) -> Any:
-    """``obj[key]`` if it is of ``kind`` (``None`` when absent or null, unless ``required``); else ``Malformed``."""
-    path = f"{where}.{key}" if where else key
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise Malformed(path, _KINDS[kind], _MISSING if key not in obj else None)
-        return None
-    ok = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else isinstance(value, kind)
-    if not ok:
-        raise Malformed(path, _KINDS[kind], value)
-    return value
-
-
-def an_object(value: Any, where: str) -> dict[str, Any]:
-    """An element of a list that must be an object."""
-    if not isinstance(value, dict):
-        raise Malformed(where, "an object", value)
-    return value
-
-
-def plain(value: Any) -> Any:
-    """An SDK object as the JSON data it was made from (fields it was given, and extra ones; no defaults)."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    fields = getattr(value, "model_fields_set", None)
-    if isinstance(fields, (set, frozenset)) and hasattr(value, "__dict__"):  # a pydantic model, as the SDK builds it
-        out = {k: plain(v) for k, v in vars(value).items() if k in fields}
-        out.update({str(k): plain(v) for k, v in (getattr(value, "__pydantic_extra__", None) or {}).items()})
-        return out
-    return value
-
-
-def as_json(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _looks_like_html(text: str) -> bool:
-    start = text.lstrip()[:300].lower()
-    return start.startswith(("<!doctype", "<html", "<head", "<body")) or "<html" in start
 
 
 class OpenAIClientBase:
@@ -523,82 +389,3 @@ def _bare(error: BaseException) -> BaseException:
     error.__context__ = None
     error.__suppress_context__ = True
     return error
-
-
-_END: Any = object()
-_FAILED: Any = object()
-
-
-class _Reader:
-    """Reads a streamed response in a task of its own, at most one event ahead of the caller.
-
-    Read in the caller's task, the SDK's generators (and httpx's under them) stay suspended
-    whenever the caller stops early; the event loop closes such generators when it shuts down,
-    all at once, and they collide ("aclose(): asynchronous generator is already running"). A
-    task is cancelled before that, and its generators run to their end inside it. The task
-    never ends with an error of its own (an error is handed to the caller), so no "Task
-    exception was never retrieved" either.
-    """
-
-    def __init__(self, source: Any) -> None:
-        import asyncio
-
-        self._queue: asyncio.Queue[tuple[Any, Any]] = asyncio.Queue(maxsize=1)
-        self._task = asyncio.get_running_loop().create_task(self._read(source))
-        self._over = False
-        """Whether the last event (or the error) was handed over: the task then ends by itself."""
-
-    async def _read(self, source: Any) -> None:
-        events = None
-        try:
-            events = source.__aiter__()
-            async for event in events:
-                await self._queue.put((event, None))
-            await self._queue.put((_END, None))
-        except Exception as exc:
-            await self._queue.put((_FAILED, exc))
-        finally:
-            await _close_stream(source, events)
-
-    async def next(self) -> Any:
-        """The next event, ``_END`` after the last; the stream's own error is raised here."""
-        event, error = await self._queue.get()
-        self._over = event is _END or event is _FAILED
-        if event is _FAILED:
-            raise error
-        return event
-
-    async def close(self) -> None:
-        """Stop reading (if it has not stopped) and wait until the response is closed."""
-        import asyncio
-
-        if not self._task.done():
-            if not self._over:
-                self._task.cancel()  # else it is closing the response now: let it finish
-            await asyncio.wait({self._task})  # raises only if the caller itself is cancelled
-        if not self._task.cancelled():
-            self._task.exception()  # retrieved: never reported as lost
-
-
-async def _close_stream(source: Any, events: Any) -> None:
-    """Close a streamed response, then run the SDK's generators to their end (at once: the response is closed).
-
-    Left suspended, they would be closed by the event loop's finalizer, possibly as the loop
-    shuts down and all at once ("aclose(): asynchronous generator is already running").
-    """
-    if source is None:
-        return
-    try:
-        response = getattr(source, "response", None)
-        if response is not None and hasattr(response, "aclose"):
-            await response.aclose()
-        elif hasattr(source, "close"):
-            await source.close()
-    except Exception:  # closing is best effort: the caller's own error matters more
-        pass
-    if events is not None:
-        try:
-            async for _ in events:
-                pass
-        except Exception:  # a closed response ends its stream with an error: expected
-            pass

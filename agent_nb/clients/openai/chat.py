@@ -18,18 +18,9 @@ from ...messages import (
 )
 from ..base import HistoryMode
 from ..redaction import TextScrubber, scrub
-from ._common import (
-    RESPONSES_ONLY,
-    Malformed,
-    OpenAIClientBase,
-    an_object,
-    arguments_json,
-    get,
-    parse_arguments,
-    result_text,
-    tool_schemas,
-    user_parts,
-)
+from ._answers import Malformed, an_object, get
+from ._common import RESPONSES_ONLY, OpenAIClientBase
+from ._contents import arguments_json, parse_arguments, result_text, tool_schemas, user_parts
 
 if TYPE_CHECKING:
     from ...sessions import AgentSession

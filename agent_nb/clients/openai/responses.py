@@ -19,19 +19,9 @@ from ...messages import (
 )
 from ..base import HistoryMode
 from ..redaction import TextScrubber, scrub_tree
-from ._common import (
-    CHAT_ONLY,
-    Malformed,
-    OpenAIClientBase,
-    an_object,
-    arguments_json,
-    as_json,
-    get,
-    parse_arguments,
-    result_text,
-    tool_schemas,
-    user_parts,
-)
+from ._answers import Malformed, an_object, as_json, get
+from ._common import CHAT_ONLY, OpenAIClientBase
+from ._contents import arguments_json, parse_arguments, result_text, tool_schemas, user_parts
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
