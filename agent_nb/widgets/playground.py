@@ -8,7 +8,11 @@ is shown with its message and changes nothing.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import logging
+import os
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +23,7 @@ from ..dialogue import Dialogue, Exchange
 from ..display.graph import workflow_html
 from ..display.html import container, escape
 from ..display.transcript import transcript_html
+from ..errors import UsageError
 from ..messages import AgentResponseUpdate
 from ..trace import ContextSnapshot, Trace
 from .switchers import ContextModeSwitcher, ContextView, RouteSwitcher, problem_html
@@ -139,16 +144,28 @@ class Playground(w.VBox):  # type: ignore[misc]
         self._redraw()
 
     def export_html(self, path: str | Path | None = None) -> Path:
-        """Write the transcript and every turn's run view as a standalone page."""
-        target = Path(path) if path is not None else self.export_dir / f"{_slug(self.dialogue.workflow.name)}.html"
-        target.write_text(self.dialogue.to_html(), encoding="utf-8")
+        """Write the transcript and every turn's run view as a standalone page.
+
+        By default in ``export_dir``, named after the workflow (made safe: see ``export_name``).
+        A place that cannot be written (read-only, full, missing) raises ``UsageError`` naming it.
+        """
+        target = Path(path) if path is not None else self._default_export(".html")
+        _write_export(target, self.dialogue.to_html())
         return target
 
     def export_json(self, path: str | Path | None = None) -> Path:
-        """Write every turn, with its route, modes and trace, as JSON."""
-        target = Path(path) if path is not None else self.export_dir / f"{_slug(self.dialogue.workflow.name)}.json"
-        target.write_text(self.dialogue.to_json(), encoding="utf-8")
+        """Write every turn, with its route, modes and trace, as JSON (where and how as ``export_html``)."""
+        target = Path(path) if path is not None else self._default_export(".json")
+        _write_export(target, self.dialogue.to_json())
         return target
+
+    def _default_export(self, suffix: str) -> Path:
+        """``export_dir``/<the workflow's name, made safe><suffix>, within the name limit of that directory."""
+        try:
+            limit = min(NAME_MAX, os.pathconf(self.export_dir, "PC_NAME_MAX"))
+        except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no such directory yet
+            limit = NAME_MAX
+        return self.export_dir / export_name(self.dialogue.workflow.name, suffix, limit)
 
     # -- what happens -----------------------------------------------------------------
 
@@ -214,5 +231,54 @@ class Playground(w.VBox):  # type: ignore[misc]
         self.status.value = container(f'<div class="meta">wrote {escape(path)}</div>')
 
 
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in name).strip("-") or "conversation"
+NAME_MAX = 255
+"""The longest file name, in bytes, most file systems take (ext4, xfs, btrfs, APFS, NTFS in UTF-16 units)."""
+
+
+def export_name(name: str, suffix: str, limit: int = NAME_MAX) -> str:
+    """A file name for an export of workflow ``name``: letters and digits, runs of anything else as one ``-``.
+
+    It has no separator, dot-dot or control character, so it stays in the export directory, and it
+    fits in ``limit`` bytes of UTF-8 with ``suffix``: a longer name keeps its start and gets a short
+    hash of the whole name, so two long names that differ only at the end do not share a file.
+    """
+    slug = "-".join(part for part in "".join(c if c.isalnum() else "-" for c in name).split("-") if part)
+    slug = slug or "conversation"
+    room = limit - len(suffix.encode())
+    if len(slug.encode()) > room:
+        tag = "-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        kept = slug.encode()[: room - len(tag)].decode("utf-8", "ignore").rstrip("-")
+        slug = kept + tag
+    return slug + suffix
+
+
+def _write_export(target: Path, text: str) -> None:
+    """Write an export whole or not at all (a temporary file renamed over it); a failure names the path."""
+    temporary = target.with_name(f".anb-export-{secrets.token_hex(4)}.tmp")
+    try:
+        try:
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
+    except OSError as exc:
+        raise UsageError(f"Playground: cannot write the export {target}: {_why_not(exc, target)}") from exc
+
+
+def _why_not(exc: OSError, target: Path) -> str:
+    """The system's words for a failed export, then what to do."""
+    said = exc.strerror or str(exc)
+    elsewhere = "export_html(path), export_json(path) or Playground(export_dir=...)"
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG):
+        return f"{said}. Free some space, or export to another disk: {elsewhere}"
+    if exc.errno == errno.EROFS:
+        return f"{said}: the disk is mounted read-only. Export to a directory you can write to: {elsewhere}"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"{said}. Export to a directory you can write to: {elsewhere}"
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return f"{said}: there is no directory {target.parent}. Create it, or choose another: {elsewhere}"
+    if exc.errno == errno.EISDIR:
+        return f"{said}: that is a directory. Give a file name"
+    if exc.errno == errno.ENAMETOOLONG:
+        return f"{said}. Give a shorter file name"
+    return f"{said}. Choose another place: {elsewhere}"

@@ -16,7 +16,7 @@ from .._types import flatten
 from ..requests import PendingRequest
 from .decoder import Decoder, known_types
 from .encoder import Encoder
-from .format import Checkpoint, dumps, graph_parts, graph_signature
+from .format import Checkpoint, dumps, graph_parts, graph_signature, too_deep
 from .storage import CheckpointStorage, new_checkpoint_id
 
 if TYPE_CHECKING:
@@ -65,16 +65,21 @@ class Checkpointer:
         for eid, ex in workflow.executors.items():
             memo = self._memo.get(eid)
             if memo is None or touched is None or eid in touched:
-                state = ex.checkpoint_state()
-                if memo is not None and _same(memo[0], state):
-                    recheck.update(memo[2])
-                elif memo is None and previous is not None and not previous[2] and _same(previous[0], state):
-                    memo = self._memo[eid] = previous
-                else:
-                    enc.sessions, enc.where = {}, f"checkpoint of workflow {workflow.name!r}: executor {eid!r}"
-                    stored = enc.blob(dumps(enc.value(state, "its state")))
-                    memo = self._memo[eid] = (state, stored, enc.sessions)
-                    recheck.update(enc.sessions)
+                try:
+                    state = ex.checkpoint_state()
+                    if memo is not None and _same(memo[0], state):
+                        recheck.update(memo[2])
+                    elif memo is None and previous is not None and not previous[2] and _same(previous[0], state):
+                        memo = self._memo[eid] = previous
+                    else:
+                        enc.sessions, enc.where = {}, f"checkpoint of workflow {workflow.name!r}: executor {eid!r}"
+                        stored = enc.blob(dumps(enc.value(state, "its state")))
+                        memo = self._memo[eid] = (state, stored, enc.sessions)
+                        recheck.update(enc.sessions)
+                except RecursionError:  # comparing it, or its JSON (Encoder.value names the part of it otherwise)
+                    raise CheckpointError(
+                        f"checkpoint of workflow {workflow.name!r}: executor {eid!r}: its state {too_deep('stored')}"
+                    ) from None
             executors[eid] = memo[1]
             sessions.update(memo[2])
             previous = memo
@@ -137,7 +142,11 @@ class Checkpointer:
 
     def restore(self, checkpoint_id: str) -> Restored:
         """Load and decode a checkpoint for this workflow; nothing of the workflow is touched yet."""
-        checkpoint = self.storage.load(checkpoint_id)
+        try:
+            checkpoint = self.storage.load(checkpoint_id)
+        except CheckpointError as exc:
+            exc.checkpoint_id = exc.checkpoint_id or checkpoint_id
+            raise
         workflow = self.workflow
         where = f"checkpoint {checkpoint_id!r}"
         if checkpoint.signature != self._signature:
@@ -164,20 +173,59 @@ class Checkpointer:
                 for p, t in zip(body["pending"], pending_types, strict=True)
             }
             seq = int(body["request_seq"])
+            _check_fits(workflow, where, executors, in_flight, fan_in, pending)
         except CheckpointError as exc:
             exc.checkpoint_id = checkpoint_id
             raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except RecursionError:
+            raise CheckpointError(f"{where} {too_deep()}", checkpoint_id=checkpoint_id) from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise CheckpointError(
-                f"{where} is incomplete or damaged ({type(exc).__name__}: {exc})", checkpoint_id=checkpoint_id
+                f"{where} is incomplete or damaged ({type(exc).__name__}: {exc}); it cannot be restored",
+                checkpoint_id=checkpoint_id,
             ) from None
-        unknown = sorted(set(executors) - set(workflow.executors))
-        if unknown:
-            raise CheckpointError(
-                f"{where} holds executors this workflow lacks: {unknown}", checkpoint_id=checkpoint_id
-            )
         self.encoder.seed(dec)  # facts about the storage: the resumed run will not write these again
         return Restored(checkpoint, executors, in_flight, fan_in, state, pending, seq)
+
+
+def _check_fits(
+    workflow: Workflow,
+    where: str,
+    executors: dict[str, Any],
+    in_flight: list[tuple[str, Any]],
+    fan_in: dict[int, dict[str, Any]],
+    pending: dict[str, PendingRequest],
+) -> None:
+    """Every executor, target, request and fan-in the checkpoint names is one of this workflow's, and all are there."""
+    known = workflow.executors
+    unknown = sorted(set(executors) - set(known))
+    if unknown:
+        raise CheckpointError(f"{where} holds executors this workflow lacks: {unknown}")
+    lacking = sorted(set(known) - set(executors))
+    if lacking:
+        raise CheckpointError(
+            f"{where} lacks executors of this workflow: {lacking}; it was edited, or written by another workflow"
+        )
+    about = [f"a message in flight to {t!r}" for t, _ in in_flight if t not in known]
+    about += [f"request {p.request_id!r} of {p.executor_id!r}" for p in pending.values() if p.executor_id not in known]
+    if about:
+        raise CheckpointError(
+            f"{where} holds {about[0]}, which is not an executor of this workflow ({workflow.name!r}); "
+            "resume it in the workflow that wrote it"
+        )
+    groups = {g.index: g for g in workflow.fan_in_groups}
+    for index, buffer in fan_in.items():
+        group = groups.get(index)
+        if group is None:
+            raise CheckpointError(
+                f"{where} holds messages waiting at fan-in {index}, which this workflow does not have"
+            )
+        strangers = sorted(set(buffer) - set(group.sources))
+        if strangers:
+            raise CheckpointError(
+                f"{where} holds messages waiting at the fan-in into {group.targets[0]!r} from {strangers}, "
+                f"which are not among its sources {list(group.sources)}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

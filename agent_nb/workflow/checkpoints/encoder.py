@@ -19,7 +19,7 @@ from ...errors import CheckpointError
 from ...messages import AgentResponse, Message
 from ...sessions import AgentSession
 from ..agent_executor import AgentExecutorResponse
-from .format import Link, StoredMessage, dumps, link_key, message_hash, type_name_of
+from .format import Link, StoredMessage, dumps, link_key, message_hash, too_deep, type_name_of
 
 if TYPE_CHECKING:
     from .decoder import Decoder
@@ -91,6 +91,10 @@ class Encoder:
             return {"$blob": known[1]}
         try:
             text = dumps(session.state) if session.state else "{}"
+        except RecursionError:
+            raise CheckpointError(
+                f"{self.where}: the state of session {session.session_id!r} {too_deep('stored')}"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise CheckpointError(
                 f"{self.where}: the state of session {session.session_id!r} is not JSON ({exc}); "
@@ -161,6 +165,8 @@ class Encoder:
                 "values, messages, conversations, sessions, dataclasses and pydantic models (of types the "
                 "workflow's handlers name)"
             ) from None
+        except RecursionError:
+            raise CheckpointError(f"{self.where}: {path} {too_deep('stored')}") from None
 
     def _value(self, v: Any) -> Any:
         kind = type(v)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,17 @@ from ...errors import CheckpointError
 if TYPE_CHECKING:
     from ..workflow import Workflow
 
-__all__ = ["FORMAT", "Checkpoint", "CheckpointError", "Link", "StoredMessage", "graph_parts", "graph_signature"]
+__all__ = [
+    "FORMAT",
+    "Checkpoint",
+    "CheckpointError",
+    "Link",
+    "StoredMessage",
+    "graph_parts",
+    "graph_signature",
+    "header_problem",
+    "too_deep",
+]
 
 FORMAT = 1
 """The checkpoint format this version of agent_nb writes and reads."""
@@ -126,29 +137,49 @@ class Checkpoint:
         )
 
 
-def checkpoint_from_header(header: Mapping[str, Any], body: Mapping[str, Any], where: str) -> Checkpoint:
-    """Rebuild a checkpoint from its stored parts; anything missing or foreign is a ``CheckpointError``."""
+def too_deep(done: str = "read") -> str:
+    """Why a value cannot be read (or stored): it is nested deeper than the stack allows (forged, damaged, or odd)."""
+    limit = sys.getrecursionlimit()
+    fix = "; store it flatter" if done == "stored" else ""
+    return f"is nested too deeply to be {done} (more levels than Python's recursion limit, {limit}, allows){fix}"
+
+
+def header_problem(header: Any) -> str | None:
+    """What is wrong with a stored header (a format this version does not read, a missing field), or ``None``."""
     if not isinstance(header, Mapping):
-        raise CheckpointError(f"{where} is not a checkpoint (its header is not a JSON object)")
+        return "is not a checkpoint (its header is not a JSON object)"
     version = header.get("format")
     if version != FORMAT:
-        raise CheckpointError(
-            f"{where} has format {version!r}; this agent_nb reads format {FORMAT}. "
+        return (
+            f"has format {version!r}; this agent_nb reads format {FORMAT}. "
             "It was written by another version: resume it with that version, or start the run again"
         )
     try:
-        return Checkpoint(
-            id=str(header["id"]),
-            workflow=str(header["workflow"]),
-            signature=str(header["signature"]),
-            superstep=int(header["superstep"]),
-            timestamp=str(header["timestamp"]),
-            status=str(header["status"]),
-            previous=None if header["previous"] is None else str(header["previous"]),
-            body=body,
-        )
+        _from_header(header, {})
     except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"{where} is incomplete: its header lacks or garbles {exc}") from None
+        return f"is incomplete: its header lacks or garbles {exc}"
+    return None
+
+
+def checkpoint_from_header(header: Mapping[str, Any], body: Mapping[str, Any], where: str) -> Checkpoint:
+    """Rebuild a checkpoint from its stored parts; anything missing or foreign is a ``CheckpointError``."""
+    problem = header_problem(header)
+    if problem is not None:
+        raise CheckpointError(f"{where} {problem}")
+    return _from_header(header, body)
+
+
+def _from_header(header: Mapping[str, Any], body: Mapping[str, Any]) -> Checkpoint:
+    return Checkpoint(
+        id=str(header["id"]),
+        workflow=str(header["workflow"]),
+        signature=str(header["signature"]),
+        superstep=int(header["superstep"]),
+        timestamp=str(header["timestamp"]),
+        status=str(header["status"]),
+        previous=None if header["previous"] is None else str(header["previous"]),
+        body=body,
+    )
 
 
 def _collect(value: Any, found: set[str], tags: tuple[str, ...]) -> None:

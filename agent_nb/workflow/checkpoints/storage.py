@@ -8,19 +8,23 @@ falls back to an older one in silence. The others: ``sqlite`` (one file) and ``f
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import re
 import secrets
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ...errors import CheckpointError
-from .format import Checkpoint, Link, StoredMessage, checkpoint_from_header, dumps
+from .format import Checkpoint, Link, StoredMessage, checkpoint_from_header, dumps, header_problem, too_deep
 
 __all__ = [
+    "CHANGED",
     "Chains",
     "CheckpointInfo",
     "CheckpointStorage",
@@ -28,8 +32,14 @@ __all__ = [
     "belongs_to",
     "check_id",
     "info_of",
+    "is_id",
     "missing",
     "new_checkpoint_id",
+    "os_fix",
+    "os_problem",
+    "os_reason",
+    "parse_body",
+    "place_problem",
     "seal",
     "unseal",
     "walk_chains",
@@ -105,26 +115,88 @@ def _checksum(header: Mapping[str, Any], body: str) -> str:
     return hashlib.sha256(f"{dumps(fields)}\n{body}".encode()).hexdigest()
 
 
-def unseal(header_text: str, body_text: str, where: str) -> Checkpoint:
-    """Parse and check a sealed checkpoint: truncated, foreign or changed ones raise ``CheckpointError``."""
+CHANGED = "was changed after it was written: its checksum does not match"
+
+
+def unseal(
+    header_text: str, body_text: str, where: str, *, remedy: str = "", checkpoint_id: str | None = None
+) -> Checkpoint:
+    """Parse and check a sealed checkpoint: truncated, foreign, changed or too deep ones raise ``CheckpointError``.
+
+    ``where`` starts each message (it names the checkpoint and its file), ``remedy`` ends it.
+    """
+
+    def bad(problem: str) -> CheckpointError:
+        return CheckpointError(f"{where} {problem}" + (f"; {remedy}" if remedy else ""), checkpoint_id=checkpoint_id)
+
     try:
         header = json.loads(header_text)
+    except RecursionError:
+        raise bad(f"is unreadable: its header {too_deep()}") from None
     except ValueError as exc:
-        raise CheckpointError(f"{where} is unreadable: its header is not JSON ({exc})") from None
-    if not isinstance(header, dict):
-        raise CheckpointError(f"{where} is not a checkpoint (its header is not a JSON object)")
-    checkpoint = checkpoint_from_header(header, {}, where)  # the format is checked before anything else
-    try:
-        body = json.loads(body_text)
-    except ValueError as exc:
-        raise CheckpointError(f"{where} is truncated or damaged: its body is not JSON ({exc})") from None
+        raise bad(f"is unreadable: its header is not JSON ({exc})") from None
+    problem = header_problem(header)
+    if problem is not None:  # the format is checked before anything else
+        raise bad(problem)
+    body = parse_body(body_text, bad)
     if header.get("checksum") != _checksum(header, body_text):
-        raise CheckpointError(f"{where} was changed after it was written: its checksum does not match")
-    return Checkpoint(**{**_fields(checkpoint), "body": body})
+        raise bad(CHANGED)
+    return checkpoint_from_header(header, body, where)
 
 
-def _fields(c: Checkpoint) -> dict[str, Any]:
-    return {f: getattr(c, f) for f in Checkpoint.__slots__}
+def parse_body(body_text: str, bad: Callable[[str], CheckpointError]) -> Any:
+    """A checkpoint's body from its JSON text; ``bad(problem)`` makes the error for one that cannot be read."""
+    try:
+        return json.loads(body_text)
+    except RecursionError:
+        raise bad(too_deep()) from None
+    except ValueError as exc:
+        raise bad(f"is truncated or damaged: its body is not JSON ({exc})") from None
+
+
+def is_id(value: Any) -> bool:
+    """Whether ``value`` is a checkpoint id (as ``check_id`` accepts)."""
+    return isinstance(value, str) and _ID.fullmatch(value) is not None
+
+
+def os_problem(exc: OSError, directory: Path) -> str:
+    """Why a file could not be read or written, and what to do: ``No space left on device (ENOSPC). Free …``."""
+    fix = os_fix(exc, directory)
+    return f"{os_reason(exc)}. {fix[:1].upper()}{fix[1:]}"
+
+
+def os_reason(exc: OSError) -> str:
+    """The system's words for an ``OSError``, with its code: ``Read-only file system (EROFS)``."""
+    name = errno.errorcode.get(exc.errno or 0)
+    said = exc.strerror or str(exc)
+    return f"{said} ({name})" if name else said
+
+
+def os_fix(exc: OSError, directory: Path) -> str:
+    """What to do about an ``OSError`` met writing in ``directory``."""
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return "free some space on that disk, then run again"
+    if exc.errno == errno.EFBIG:
+        return "the file reached the size limit of this process or file system: free some space or raise the limit"
+    return place_problem(directory) or "check that the directory exists and can be written to"
+
+
+def place_problem(directory: Path) -> str | None:
+    """Why nothing can be written in ``directory`` (read-only, not allowed, missing), with the fix; or ``None``."""
+    fix = "give the storage a directory you can write to"
+    existing = next((p for p in (directory, *directory.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        return f"{existing or directory} is not a directory: {fix}"
+    try:
+        if os.statvfs(existing).f_flag & os.ST_RDONLY:
+            return f"the file system of {existing} is mounted read-only: {fix}"
+    except (AttributeError, OSError):  # pragma: no cover - no statvfs (Windows)
+        pass
+    if not os.access(existing, os.W_OK):
+        return f"this process may not write in {existing}: {fix}"
+    if existing != directory:
+        return f"{directory} does not exist: create it, or {fix}"
+    return None
 
 
 def info_of(header: Mapping[str, Any]) -> CheckpointInfo:
@@ -206,12 +278,13 @@ def belongs_to(info: CheckpointInfo, workflow: str | None) -> bool:
     return workflow is None or info.workflow == workflow
 
 
-def missing(checkpoint_id: str, known: Iterable[str], damage: str = "") -> CheckpointError:
-    """The error for an id the storage does not hold, naming the newest ones it does."""
+def missing(checkpoint_id: str, known: Iterable[str], damage: str = "", place: object = None) -> CheckpointError:
+    """The error for an id the storage does not hold, naming the newest ones it does (and its file, ``place``)."""
     ids = sorted(known)
     listed = ", ".join(ids[-5:]) if ids else "none"
+    where = f", {place}" if place is not None else ""
     return CheckpointError(
-        f"there is no checkpoint {checkpoint_id!r} in this storage (newest: {listed}){damage}; "
+        f"there is no checkpoint {checkpoint_id!r} in this storage{where} (newest: {listed}){damage}; "
         "storage.list() shows them all",
         checkpoint_id=checkpoint_id,
     )
