@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RunError, StepFailed, SuperstepLimitExceeded, UsageError
 from ..history_writes import HistoryWrites, holding
+from ..sessions import AgentSession
 from ..trace import ContextSnapshot, Sent, Trace
 from ._types import type_name
 from .edges import EdgeGroup
@@ -170,6 +171,7 @@ class _Run:
         try:
             if self.restored is not None:
                 self._put_back(self.restored)
+                self._hold_again(self.restored, writes)
                 for request_id, asked in self.pending.items():  # still waiting: a streaming reader sees them again
                     if request_id not in self._responses:
                         self.emit(RequestInfoEvent(request_id, asked.executor_id, asked.data, asked.response_type))
@@ -219,6 +221,15 @@ class _Run:
         self.superstep = restored.checkpoint.superstep
         if self.checkpointer is not None:
             self.checkpointer.last_id = restored.checkpoint.id
+
+    def _hold_again(self, restored: Restored, writes: HistoryWrites) -> None:
+        """The history the checkpointed run had not written: this run writes it, if it completes."""
+        executors = self.workflow.executors
+        for eid, sid, messages in restored.held:
+            ex = executors[eid]
+            sessions = [getattr(x, "session", None) for x in (ex, *executors.values())]
+            session = next((s for s in sessions if s is not None and s.session_id == sid), None)
+            writes.hold(ex.agent.history, session or AgentSession(sid), messages)  # type: ignore[attr-defined]
 
     def _checkpoint(self) -> None:
         checkpointer = self.checkpointer

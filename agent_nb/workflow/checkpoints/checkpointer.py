@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, get_origin
 
 from ...conversation import Conversation
 from ...errors import CheckpointError
+from ...history_writes import current as current_writes
 from ...sessions import AgentSession
 from .._types import flatten
 from ..requests import PendingRequest
@@ -104,6 +105,8 @@ class Checkpointer:
             ],
             "request_seq": run.request_seq,
         }
+        if held := self._held(enc):
+            body["held"] = held
         sessions.update(enc.sessions)
         recheck.update(enc.sessions)
         body["sessions"] = {sid: enc.session_state(s, recheck=sid in recheck) for sid, s in sessions.items()}
@@ -127,6 +130,26 @@ class Checkpointer:
             raise
         self.last_id = checkpoint.id
         return checkpoint
+
+    def _held(self, enc: Encoder) -> list[list[Any]]:
+        """The history this run has not written yet (it is written when the run completes).
+
+        Each entry names the executor whose agent keeps that history, so a resumed run, in
+        this process or another, writes it to the same place: nothing the run did before the
+        checkpoint is lost, and nothing is written twice.
+        """
+        writes = current_writes()
+        if writes is None:
+            return []
+        owners = {
+            id(getattr(getattr(ex, "agent", None), "history", None)): eid for eid, ex in self.workflow.executors.items()
+        }
+        held = []
+        for provider, session, messages in writes.entries():
+            eid = owners.get(id(provider))
+            if eid is not None:
+                held.append([eid, session.session_id, enc.value(messages, f"the history {eid!r} has not written yet")])
+        return held
 
     def _stored_graph(self, checkpoint: Checkpoint) -> list[str]:
         """The graph a checkpoint was taken in, in words (for the error that says what changed)."""
@@ -173,7 +196,14 @@ class Checkpointer:
                 for p, t in zip(body["pending"], pending_types, strict=True)
             }
             seq = int(body["request_seq"])
+            held = [(str(eid), str(sid), list(dec.value(ms))) for eid, sid, ms in body.get("held", ())]
             _check_fits(workflow, where, executors, in_flight, fan_in, pending)
+            for eid, _, _ in held:
+                if getattr(getattr(workflow.executors.get(eid), "agent", None), "history", None) is None:
+                    raise CheckpointError(
+                        f"{where} holds history that executor {eid!r} had not written yet, but this workflow has no "
+                        "such executor with a history provider; resume it in the workflow that wrote it"
+                    )
         except CheckpointError as exc:
             exc.checkpoint_id = checkpoint_id
             raise
@@ -185,7 +215,7 @@ class Checkpointer:
                 checkpoint_id=checkpoint_id,
             ) from None
         self.encoder.seed(dec)  # facts about the storage: the resumed run will not write these again
-        return Restored(checkpoint, executors, in_flight, fan_in, state, pending, seq)
+        return Restored(checkpoint, executors, in_flight, fan_in, state, pending, seq, held)
 
 
 def _check_fits(
@@ -239,6 +269,8 @@ class Restored:
     state: dict[str, Any]
     pending: dict[str, PendingRequest]
     request_seq: int
+    held: list[tuple[str, str, list[Any]]] = field(default_factory=list)
+    """History the checkpointed run had not written yet: (executor id, session id, messages)."""
 
     @property
     def finished(self) -> bool:
