@@ -23,8 +23,12 @@ __all__ = ["connect", "transaction"]
 def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
     """A connection to ``path`` that leaves transactions to ``transaction`` (autocommit otherwise)."""
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+    except BaseException:
+        db.close()  # not left open until the collector finds it (it would hold the file, and its disk)
+        raise
     return db
 
 
@@ -38,8 +42,8 @@ def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        if db.in_transaction:
+        if db.in_transaction:  # a failed COMMIT (a full disk) leaves it open: never stay inside it
             db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")

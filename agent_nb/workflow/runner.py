@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RunError, StepFailed, SuperstepLimitExceeded, UsageError
+from ..errors import AgentNbError, RunError, StepFailed, SuperstepLimitExceeded, UsageError
 from ..history_writes import HistoryWrites, holding
 from ..sessions import AgentSession
 from ..trace import ContextSnapshot, Sent, Trace
@@ -200,6 +200,8 @@ class _Run:
             for eid, ex in workflow.executors.items():
                 ex.restore_state(saved[eid])
             error = self._as_run_error(exc)
+            if error is exc and isinstance(exc, AgentNbError) and hasattr(exc, "add_note"):
+                exc.add_note(self.kept())  # a checkpoint that could not be written, a limit: say what is left
             self.emit(WorkflowFailed(error))
             if isinstance(error, RunError):
                 error.result = self.result("failed")
