@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10
@@ -165,7 +165,14 @@ class RealModelCallBlocked(UsageError):
 
 
 class RequestError(UsageError):
-    """A response does not fit a pending request: an unknown request id, or a value of the wrong type."""
+    """A response does not fit a pending request: an unknown id, a value of the wrong type, one answered already.
+
+    ``answered`` holds the record of the earlier answer (``at``, ``by``) when there was one.
+    """
+
+    def __init__(self, message: str, *, answered: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.answered = answered
 
 
 class RouteNotFoundError(UsageError, KeyError):

@@ -12,6 +12,7 @@ continuation runs on the kernel's event loop; a refused answer is shown and chan
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
@@ -53,8 +54,12 @@ class RequestsForm(w.VBox):  # type: ignore[misc]
         return self.workflow.pending_requests
 
     def refresh(self) -> None:
-        """Show the workflow's pending requests as they are now."""
+        """Show the workflow's pending requests as they are now; one answered elsewhere is shown as answered."""
         self.rows = {r.request_id: _Row(r, self) for r in self.requests}
+        for rid, row in self.rows.items():
+            earlier = self.workflow.answered(rid)
+            if earlier is not None:
+                row.mark_answered(earlier)
         if self.rows:
             self._box.children = [row.widget for row in self.rows.values()]
         else:
@@ -89,8 +94,11 @@ class RequestsForm(w.VBox):  # type: ignore[misc]
         except Exception as exc:
             self.last_error = exc
             self.status.value = problem_html(exc)
-            for row in self.rows.values():
+            for rid, row in self.rows.items():
                 row.disable(False)
+                earlier = getattr(exc, "answered", None) if rid == request_id else None
+                if earlier is not None:
+                    row.mark_answered(earlier)  # answered elsewhere (another process, a resumed checkpoint)
             return None
         self.last_error, self.last_result = None, result
         said = "approved" if value is True else "rejected" if value is False else repr(value)
@@ -131,8 +139,18 @@ class _Row:
             self.submit.on_click(lambda _: self._send(form))
             self.buttons = [self.submit]
             controls = [self.text, self.submit]
-        self.widget = w.VBox([prompt, w.HBox(controls)])
+        self.answered: Mapping[str, str] | None = None
+        self.note = w.HTML()
+        self.widget = w.VBox([prompt, w.HBox(controls), self.note])
         self.widget.add_class("anb-request")
+
+    def mark_answered(self, earlier: Mapping[str, str]) -> None:
+        """Show the request as answered (when, by whom); its controls stay disabled."""
+        self.answered = earlier
+        self.note.value = container(
+            f'<div class="meta">answered at {escape(earlier.get("at", "?"))} by {escape(earlier.get("by", "?"))}</div>'
+        )
+        self.disable(True)
 
     def _send(self, form: RequestsForm) -> None:
         assert self.text is not None
@@ -146,7 +164,7 @@ class _Row:
 
     def disable(self, disabled: bool) -> None:
         for b in self.buttons:
-            b.disabled = disabled
+            b.disabled = disabled or self.answered is not None
 
 
 def _parse(text: str, kind: Any) -> Any:

@@ -8,12 +8,17 @@ cancelled and every executor goes back to the state it had before the run.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import secrets
+import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AgentNbError, RunError, StepFailed, SuperstepLimitExceeded, UsageError
+from ..errors import AgentNbError, RequestError, RunError, StepFailed, SuperstepLimitExceeded, UsageError
 from ..history_writes import HistoryWrites, holding
 from ..sessions import AgentSession
 from ..trace import ContextSnapshot, Sent, Trace
@@ -35,7 +40,7 @@ from .events import (
     WorkflowWarning,
 )
 from .executor import Executor, WorkflowContext
-from .requests import PendingRequest, RequestResponse
+from .requests import PendingRequest, RequestResponse, answered_again
 from .result import RunResult
 
 if TYPE_CHECKING:
@@ -93,6 +98,9 @@ class _Run:
         self._next: list[tuple[str, Any]] = []
         self._fan_in: dict[int, dict[str, list[Any]]] = {}
         self._snapshots: list[ContextSnapshot] = []
+        self._claimed: list[tuple[Any, str, str]] = []
+        """(storage, waiting checkpoint, request id) this run claimed to answer."""
+        self._answer_record: dict[str, str] = {}
         self._count = 0
         self._t0 = 0.0
 
@@ -175,6 +183,7 @@ class _Run:
                 for request_id, asked in self.pending.items():  # still waiting: a streaming reader sees them again
                     if request_id not in self._responses:
                         self.emit(RequestInfoEvent(request_id, asked.executor_id, asked.data, asked.response_type))
+            self._claim_answers()
             for request_id, value in self._responses.items():
                 asked = self.pending.pop(request_id)
                 self._next.append((asked.executor_id, RequestResponse(request_id, asked.data, value)))
@@ -197,6 +206,7 @@ class _Run:
                 self._checkpoint()
             await self._commit(writes)
         except BaseException as exc:
+            self._release_answers()
             for eid, ex in workflow.executors.items():
                 ex.restore_state(saved[eid])
             error = self._as_run_error(exc)
@@ -209,6 +219,8 @@ class _Run:
                 raise
             raise error from (exc.error if isinstance(exc, _Failure) else exc)
         workflow._pending, workflow._request_seq = self.pending, self.request_seq
+        workflow._answered.update(dict.fromkeys(self._responses, self._answer_record))
+        workflow._waiting_at = self.last_checkpoint if self.pending else None
         workflow._pending_kwargs = self._run_kwargs if self.pending else {}  # for the answers, never stored
         self.emit(WorkflowCompleted(self.superstep))
         return self.result("waiting" if self.pending else "completed")
@@ -223,6 +235,38 @@ class _Run:
         self.superstep = restored.checkpoint.superstep
         if self.checkpointer is not None:
             self.checkpointer.last_id = restored.checkpoint.id
+
+    def _claim_answers(self) -> None:
+        """Record, in the checkpoint storage, that this run answers its requests; refuse those answered before.
+
+        The claim is made before anything runs, so two runs (in any processes sharing the
+        storage) cannot both answer one request; a run that fails gives its claims back.
+        """
+        if not self._responses:
+            return
+        storage = self.checkpointer.storage if self.checkpointer is not None else None
+        waiting = self.restored.checkpoint.id if self.restored is not None else self.workflow._waiting_at
+        claim = getattr(storage, "claim_answer", None)
+        self._answer_record = {
+            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "by": f"a run of workflow {self.workflow.name!r} (process {os.getpid()} on {socket.gethostname()})",
+            "waiting": waiting or "",
+            "run": secrets.token_hex(6),  # tells two claims of one second and one process apart
+        }
+        if claim is None or not waiting:
+            return
+        for request_id in self._responses:
+            earlier = claim(waiting, request_id, self._answer_record)
+            if earlier is not None:
+                self._release_answers()
+                raise RequestError(answered_again(self.workflow.name, request_id, earlier), answered=earlier)
+            self._claimed.append((storage, waiting, request_id))
+
+    def _release_answers(self) -> None:
+        claimed, self._claimed = self._claimed, []
+        for storage, waiting, request_id in claimed:
+            with contextlib.suppress(AgentNbError, OSError):  # the run's own error is the one to see
+                storage.release_answer(waiting, request_id)
 
     def _hold_again(self, restored: Restored, writes: HistoryWrites) -> None:
         """The history the checkpointed run had not written: this run writes it, if it completes."""

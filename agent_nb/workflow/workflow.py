@@ -18,7 +18,7 @@ from ..rendering import Displayable, render
 from ..sync import run_sync
 from .edges import Edge, EdgeGroup
 from .executor import Executor
-from .requests import PendingRequest, RequestResponse
+from .requests import PendingRequest, RequestResponse, answered_again
 from .result import RunResult
 from .runner import _Run
 from .stream import WorkflowRunStream
@@ -71,6 +71,10 @@ class Workflow(Displayable):
         self._pending_kwargs: Mapping[str, dict[str, dict[str, Any]]] = {}
         """The run kwargs of the run that left requests pending: the answers' run gets them too (memory only)."""
         self._request_seq = 0
+        self._waiting_at: str | None = None
+        """The checkpoint the pending requests wait in (``None`` without a checkpoint storage)."""
+        self._answered: dict[str, dict[str, str]] = {}
+        """Requests answered by this workflow's runs: request id -> when and by whom."""
         self._holder: weakref.ref[Any] | None = None
         """The run (or open stream) that has the workflow now; weak, so a dropped stream lets go of it."""
         self._abandoned: set[asyncio.Task[Any]] = set()
@@ -276,6 +280,17 @@ class Workflow(Displayable):
         """Requests for input that no run has answered yet."""
         return tuple(self._pending.values())
 
+    def answered(self, request_id: str) -> Mapping[str, str] | None:
+        """When and by whom a request was answered (``{"at", "by", "waiting"}``), or ``None``.
+
+        Answers given in this workflow are known at once; with a checkpoint storage, so are
+        those given by any run (in any process) that resumed the checkpoint the request waits in.
+        """
+        if request_id in self._answered:
+            return self._answered[request_id]
+        look = getattr(self.checkpoint_storage, "answer_to", None)
+        return look(self._waiting_at, request_id) if look is not None and self._waiting_at else None
+
     def _checkpointer(self, storage: CheckpointStorage) -> Checkpointer:
         from .checkpoints.checkpointer import Checkpointer
 
@@ -291,6 +306,9 @@ class Workflow(Displayable):
             )
         for request_id, value in responses.items():
             asked = pending.get(request_id)
+            earlier = self._answered.get(request_id)
+            if asked is None and earlier is not None:
+                raise RequestError(answered_again(self.name, request_id, earlier), answered=earlier)
             if asked is None:
                 waiting = ", ".join(pending) or "none"
                 raise RequestError(
@@ -315,6 +333,8 @@ class Workflow(Displayable):
         """Forget every agent executor's cache and conversation, and any pending request: start afresh."""
         self._pending = {}
         self._pending_kwargs = {}
+        self._waiting_at = None
+        self._answered = {}
         self._checkpointers = {}  # and the messages their encoders keep alive
         for ex in self.executors.values():
             reset = getattr(ex, "reset", None)
@@ -372,3 +392,4 @@ def check_limit(max_supersteps: int) -> int:
     if isinstance(max_supersteps, bool) or not isinstance(max_supersteps, int) or max_supersteps < 1:
         raise ValueError(f"max_supersteps must be a whole number of at least 1, got {max_supersteps!r}")
     return max_supersteps
+

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,8 @@ class FileCheckpointStorage:
         self._damaged: list[_Damage] = []
         self._torn = False
         self._tail_id: str | None = None
+        self._answers: dict[tuple[str, str], dict[str, str]] = {}
+        """(waiting checkpoint, request id) -> the record of its answer (``claim_answer``)."""
 
     # -- writing ------------------------------------------------------------------------
 
@@ -135,6 +138,46 @@ class FileCheckpointStorage:
         for key, previous, mkey in links:
             self._links.setdefault(key, (previous, mkey))
         self._checkpoints[checkpoint.id] = ({**checkpoint.header, "checksum": checksum}, body, self._lines)
+
+    def claim_answer(self, waiting: str, request_id: str, record: Mapping[str, str]) -> Mapping[str, str] | None:
+        """Under a lock on the log, so two processes sharing the directory cannot both answer one request."""
+        with self._locked():
+            self._read()
+            earlier = self._answers.get((waiting, request_id))
+            if earlier is not None:
+                return earlier
+            line = dumps(["a", waiting, request_id, dict(record)]) + "\n"
+            self._append(line, 1, waiting, "an answer to a request of")
+            self._answers[(waiting, request_id)] = dict(record)
+        return None
+
+    def release_answer(self, waiting: str, request_id: str) -> None:
+        with self._locked():
+            self._read()
+            if self._answers.pop((waiting, request_id), None) is not None:
+                self._append(dumps(["r", waiting, request_id]) + "\n", 1, waiting, "the release of a request of")
+
+    def answer_to(self, waiting: str, request_id: str) -> Mapping[str, str] | None:
+        self._read()
+        return self._answers.get((waiting, request_id))
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive lock on the log (where the system has ``flock``), for a read-then-write."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: one process at a time, as for checkpoints
+            yield
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise CheckpointError(f"cannot open {self.path}: {os_problem(exc, self.directory)}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing it releases the lock
 
     def delete(self, checkpoint_id: str) -> bool:
         self._read()
@@ -246,6 +289,7 @@ class FileCheckpointStorage:
             lines.append(f'["c",{dumps(header)},{body}]')
         out = [dumps(["m", k, self._messages[k]]) for k in keep_texts if k in self._messages]
         out += [dumps(["l", k, p, m]) for k, (p, m) in keep_links.items()]
+        out += [dumps(["a", w, r, record]) for (w, r), record in self._answers.items()]  # answered stays answered
         try:
             self._replace("".join(f"{line}\n" for line in [*out, *lines]).encode())
         except OSError as exc:
@@ -342,6 +386,10 @@ class FileCheckpointStorage:
             self._links.setdefault(row[1], (row[2], row[3]))
         elif kind == "d" and n == 2 and type(row[1]) is str:
             self._checkpoints.pop(row[1], None)
+        elif kind == "a" and n == 4 and texts[0] and texts[1] and isinstance(row[3], dict):
+            self._answers.setdefault((row[1], row[2]), {str(k): str(v) for k, v in row[3].items()})
+        elif kind == "r" and n == 3 and texts[0] and texts[1]:
+            self._answers.pop((row[1], row[2]), None)
         elif kind == "c" and n == 3:
             return self._general_checkpoint(row[1], row[2])
         else:

@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,8 @@ class SQLiteCheckpointStorage:
                 " header TEXT NOT NULL, body TEXT NOT NULL);"
                 "CREATE TABLE IF NOT EXISTS messages (hash TEXT PRIMARY KEY, json TEXT NOT NULL);"
                 "CREATE TABLE IF NOT EXISTS links (key TEXT PRIMARY KEY, previous TEXT, message TEXT NOT NULL);"
+                "CREATE TABLE IF NOT EXISTS answers (waiting TEXT NOT NULL, request TEXT NOT NULL,"
+                " record TEXT NOT NULL, PRIMARY KEY (waiting, request));"
             )
         except sqlite3.Error as exc:
             self.close()
@@ -88,6 +90,37 @@ class SQLiteCheckpointStorage:
             yield self._db
         except sqlite3.Error as exc:
             raise CheckpointError(f"cannot read the checkpoint database {self.path}: {self._why(exc)}") from exc
+
+    def claim_answer(self, waiting: str, request_id: str, record: Mapping[str, str]) -> Mapping[str, str] | None:
+        """One transaction: another process that claims the same request at the same time gets this one's record."""
+        text = json.dumps(dict(record), sort_keys=True)
+        with self._writing(f"the answer to request {request_id!r}") as db:
+            db.execute("INSERT OR IGNORE INTO answers VALUES (?, ?, ?)", (waiting, request_id, text))
+            (stored,) = db.execute(
+                "SELECT record FROM answers WHERE waiting = ? AND request = ?", (waiting, request_id)
+            ).fetchone()
+        return None if stored == text else _answer(stored)
+
+    def release_answer(self, waiting: str, request_id: str) -> None:
+        with self._writing(f"the release of request {request_id!r}") as db:
+            db.execute("DELETE FROM answers WHERE waiting = ? AND request = ?", (waiting, request_id))
+
+    def answer_to(self, waiting: str, request_id: str) -> Mapping[str, str] | None:
+        with self._reading() as db:
+            row = db.execute(
+                "SELECT record FROM answers WHERE waiting = ? AND request = ?", (waiting, request_id)
+            ).fetchone()
+        return None if row is None else _answer(row[0])
+
+    @contextlib.contextmanager
+    def _writing(self, what: str) -> Iterator[sqlite3.Connection]:
+        if self._db is None:
+            raise CheckpointError(f"SQLiteCheckpointStorage({str(self.path)!r}) is closed: open a new one")
+        try:
+            with transaction(self._db) as db:
+                yield db
+        except sqlite3.Error as exc:
+            raise CheckpointError(f"cannot write {what} to {self.path}: {self._why(exc)}") from exc
 
     def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         check_id(checkpoint.id)
@@ -261,3 +294,12 @@ class SQLiteCheckpointStorage:
 
     def __repr__(self) -> str:
         return f"SQLiteCheckpointStorage({str(self.path)!r})"
+
+
+def _answer(text: str) -> dict[str, str]:
+    """A stored answer record; one that is not JSON is shown as it is."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {"at": "?", "by": text[:80]}

@@ -25,6 +25,7 @@ from .format import Checkpoint, Link, StoredMessage, checkpoint_from_header, dum
 
 __all__ = [
     "CHANGED",
+    "AnswerLedger",
     "Chains",
     "CheckpointInfo",
     "CheckpointStorage",
@@ -100,6 +101,28 @@ class CheckpointStorage(Protocol):
 
     def delete(self, checkpoint_id: str) -> bool:
         """Remove a checkpoint (its messages stay for the others); whether it was there."""
+
+
+class AnswerLedger(Protocol):
+    """What a storage keeps of requests already answered, so that none is answered twice.
+
+    An answer is keyed by the checkpoint the request waited in and its request id. The
+    shipped storages all keep one (the file and SQLite ones for every process that shares
+    them); a storage of your own without it still works, and answers are then checked only
+    within one workflow object.
+    """
+
+    def claim_answer(self, waiting: str, request_id: str, record: Mapping[str, str]) -> Mapping[str, str] | None:
+        """Record that ``request_id``, waiting in checkpoint ``waiting``, is answered now.
+
+        When it was answered before, nothing is recorded and that earlier answer's record returned.
+        """
+
+    def release_answer(self, waiting: str, request_id: str) -> None:
+        """Forget a claim whose run failed: the request may be answered again."""
+
+    def answer_to(self, waiting: str, request_id: str) -> Mapping[str, str] | None:
+        """The record of the answer given to ``request_id`` in ``waiting``, or ``None``."""
 
 
 def seal(checkpoint: Checkpoint) -> tuple[str, str, str]:
@@ -240,6 +263,17 @@ class InMemoryCheckpointStorage:
         self._checkpoints: dict[str, Checkpoint] = {}
         self._links: dict[str, tuple[str | None, str]] = {}
         self._messages: dict[str, str] = {}
+        self._answers: dict[tuple[str, str], dict[str, str]] = {}
+
+    def claim_answer(self, waiting: str, request_id: str, record: Mapping[str, str]) -> Mapping[str, str] | None:
+        earlier = self._answers.setdefault((waiting, request_id), dict(record))
+        return None if earlier == record else earlier
+
+    def release_answer(self, waiting: str, request_id: str) -> None:
+        self._answers.pop((waiting, request_id), None)
+
+    def answer_to(self, waiting: str, request_id: str) -> Mapping[str, str] | None:
+        return self._answers.get((waiting, request_id))
 
     def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         check_id(checkpoint.id)
