@@ -1,12 +1,15 @@
 # make demo  - create .venv, install agent_nb, run the offline three-agent demo
 # make test  - install the dev tools (and chromium, when missing), then ruff, mypy, lint-imports and the whole suite:
 #              unit tests, notebooks under nbval, the browser tests, the real local model tests
+# make soak  - kill -9 during SQLite history writes and during file checkpoints, then 1,000 concurrent routed
+#              sessions on one history file (bench/soak.py, under 2 minutes; not part of make test;
+#              SOAK_ARGS=--quick for a few seconds)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test lint system-deps notebooks cassettes bench bench-quick bench-ours clean
+.PHONY: demo test lint system-deps notebooks cassettes bench bench-quick bench-ours soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
@@ -69,6 +72,11 @@ bench-ours: $(VENV)/.installed
 	$(BIN)/python bench/routing_bench.py
 	$(BIN)/python bench/display_bench.py
 	$(BIN)/python bench/harness_bench.py
+
+# Crash and load soak: exits non-zero when a turn or a checkpoint is lost, duplicated or torn (bench/soak.py).
+SOAK_ARGS ?=
+soak: $(VENV)/.installed
+	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) demo.html
