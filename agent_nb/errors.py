@@ -15,6 +15,7 @@ AgentNbError
 │   ├── CassetteError           a replayed request the cassette does not hold
 │   └── RealModelCallBlocked    a real model called where calls are refused (tests)
 ├── CheckpointError             a checkpoint that cannot be written, read or resumed
+├── HistoryError                a history store that cannot be read or written (a full disk, a read-only file)
 └── RunError                    a run failed; nothing it held was kept
     ├── StepFailed              an executor raised inside a superstep
     ├── ModelError              a chat client failed (``retryable`` says whether another try may work)
@@ -53,6 +54,7 @@ __all__ = [
     "CassetteError",
     "CheckpointError",
     "EmptyAnswer",
+    "HistoryError",
     "InputTypeError",
     "ModelBadRequest",
     "ModelError",
@@ -154,6 +156,13 @@ class CheckpointError(AgentNbError):
     def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
         super().__init__(message)
         self.checkpoint_id = checkpoint_id
+
+
+class HistoryError(AgentNbError):
+    """A history provider could not read or write its store; the message names it, says why and what to do.
+
+    Nothing is half written: a turn (or a run's turns) is written whole or not at all.
+    """
 
 
 class CassetteError(UsageError):

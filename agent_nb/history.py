@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import secrets
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +25,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import TypeAdapter
 
+from .disk import place_problem
+from .errors import HistoryError
 from .messages import Message
 from .sessions import AgentSession
 from .sqlite import connect, transaction
@@ -156,22 +159,46 @@ class SQLiteHistoryProvider:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._parsed = _Parsed()
-        self._db = connect(self.path, durable=True)
+        with self._store("open the history file"):
+            db = connect(self.path, durable=True)
+            try:
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS agent_nb_messages ("
+                    " session_id TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, written TEXT,"
+                    " PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
+                )
+                columns = [row[1] for row in db.execute("PRAGMA table_info(agent_nb_messages)")]
+                if "written" not in columns:  # a file from before rows were marked
+                    db.execute("ALTER TABLE agent_nb_messages ADD COLUMN written TEXT")
+            except BaseException:
+                db.close()
+                raise
+        self._db = db
+
+    @contextmanager
+    def _store(self, what: str) -> Iterator[None]:
+        """The lock, and SQLite's errors as ``HistoryError``: its own words, the file, and what to do."""
         with self._lock:
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS agent_nb_messages ("
-                " session_id TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, written TEXT,"
-                " PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
-            )
-            columns = [row[1] for row in self._db.execute("PRAGMA table_info(agent_nb_messages)")]
-            if "written" not in columns:  # a file from before rows were marked
-                self._db.execute("ALTER TABLE agent_nb_messages ADD COLUMN written TEXT")
+            try:
+                yield
+            except sqlite3.Error as exc:
+                said = str(exc)
+                if "full" in said:
+                    fix = "free some space on that disk, then run again"
+                else:
+                    fix = place_problem(self.path.parent, "give the provider a file you can write to") or (
+                        f"check that {self.path} is an SQLite file this process may read and write"
+                    )
+                raise HistoryError(
+                    f"SQLiteHistoryProvider({str(self.path)!r}) could not {what}: {said}. "
+                    f"{fix[:1].upper()}{fix[1:]}; nothing was half written"
+                ) from exc
 
     async def load(self, session: AgentSession) -> list[Message]:
         sid = session.session_id
         cached = self._parsed.get(sid)
         mark, known = cached if cached is not None else (None, [])
-        with self._lock:
+        with self._store(f"read session {sid!r}"):
             count, last = self._db.execute(
                 "SELECT COUNT(*), (SELECT written FROM agent_nb_messages WHERE session_id = ?1 AND seq = ?2)"
                 " FROM agent_nb_messages WHERE session_id = ?1",
@@ -207,7 +234,7 @@ class SQLiteHistoryProvider:
             return
         mark = secrets.token_hex(8)
         lasts = []
-        with self._lock, transaction(self._db) as db:
+        with self._store(f"write {len(writes)} session(s)"), transaction(self._db) as db:
             for session, messages in writes:
                 (last,) = db.execute(
                     "SELECT COALESCE(MAX(seq), -1) FROM agent_nb_messages WHERE session_id = ?", (session.session_id,)
@@ -224,14 +251,14 @@ class SQLiteHistoryProvider:
 
     def sessions(self) -> list[str]:
         """The ids of the sessions with stored history."""
-        with self._lock:
+        with self._store("list its sessions"):
             return [r[0] for r in self._db.execute("SELECT DISTINCT session_id FROM agent_nb_messages ORDER BY 1")]
 
     def delete(self, session: AgentSession | str) -> int:
         """Forget one session's history; returns how many messages were removed."""
         session_id = session if isinstance(session, str) else session.session_id
         self._parsed.drop(session_id)
-        with self._lock:
+        with self._store(f"delete session {session_id!r}"):
             cursor = self._db.execute("DELETE FROM agent_nb_messages WHERE session_id = ?", (session_id,))
             return cursor.rowcount
 

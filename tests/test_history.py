@@ -17,6 +17,7 @@ from agent_nb import (
     FunctionCallContent,
     FunctionChatClient,
     FunctionResultContent,
+    HistoryError,
     InMemoryHistoryProvider,
     Message,
     MirrorChatClient,
@@ -112,8 +113,9 @@ async def test_sqlite_one_transaction_per_turn(tmp_path):
         "CREATE TRIGGER refuse BEFORE INSERT ON agent_nb_messages WHEN NEW.message LIKE '%refused%' "
         "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
     )
-    with pytest.raises(sqlite3.IntegrityError, match="disk says no"):
+    with pytest.raises(HistoryError, match=r"could not write 1 session.*: disk says no") as refused:
         await provider.save(session, [Message("user", "first of the turn"), Message("user", "refused")])
+    assert isinstance(refused.value.__cause__, sqlite3.IntegrityError)  # SQLite's own error, never hidden
     assert [m.text for m in await provider.load(session)] == ["kept"]  # the first row was rolled back too
 
 

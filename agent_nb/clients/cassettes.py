@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
+from ..disk import os_problem
 from ..errors import AgentNbError, CassetteError
 from ..messages import ChatResponse, ChatResponseUpdate, Message
 from .redaction import SECRET_KEY, scrub_tree
@@ -186,10 +187,8 @@ class _Cassette:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.temporary().unlink()
         except OSError as exc:
-            raise CassetteError(
-                f"cannot record the cassette {self.path}: its folder cannot be written "
-                f"({type(exc).__name__}: {exc.strerror or exc}); make it writable, or record to another path"
-            ) from None
+            why = os_problem(exc, self.path.parent, "record to a path you can write to")
+            raise CassetteError(f"cannot record the cassette {self.path}: {why}") from None
 
     def snapshot(self) -> bytes | None:
         """The file's bytes as they are now (``None``: no file), to put back if a recording fails."""

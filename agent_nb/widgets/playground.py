@@ -8,7 +8,6 @@ is shown with its message and changes nothing.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import logging
 import os
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ..dialogue import Dialogue, Exchange
+from ..disk import os_problem
 from ..display.graph import workflow_html
 from ..display.html import container, escape
 from ..display.transcript import transcript_html
@@ -252,6 +252,11 @@ def export_name(name: str, suffix: str, limit: int = NAME_MAX) -> str:
     return slug + suffix
 
 
+_ELSEWHERE = (
+    "export to a directory you can write to: export_html(path), export_json(path) or Playground(export_dir=...)"
+)
+
+
 def _write_export(target: Path, text: str) -> None:
     """Write an export whole or not at all (a temporary file renamed over it); a failure names the path."""
     temporary = target.with_name(f".anb-export-{secrets.token_hex(4)}.tmp")
@@ -262,23 +267,5 @@ def _write_export(target: Path, text: str) -> None:
         finally:
             temporary.unlink(missing_ok=True)
     except OSError as exc:
-        raise UsageError(f"Playground: cannot write the export {target}: {_why_not(exc, target)}") from exc
-
-
-def _why_not(exc: OSError, target: Path) -> str:
-    """The system's words for a failed export, then what to do."""
-    said = exc.strerror or str(exc)
-    elsewhere = "export_html(path), export_json(path) or Playground(export_dir=...)"
-    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG):
-        return f"{said}. Free some space, or export to another disk: {elsewhere}"
-    if exc.errno == errno.EROFS:
-        return f"{said}: the disk is mounted read-only. Export to a directory you can write to: {elsewhere}"
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return f"{said}. Export to a directory you can write to: {elsewhere}"
-    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-        return f"{said}: there is no directory {target.parent}. Create it, or choose another: {elsewhere}"
-    if exc.errno == errno.EISDIR:
-        return f"{said}: that is a directory. Give a file name"
-    if exc.errno == errno.ENAMETOOLONG:
-        return f"{said}. Give a shorter file name"
-    return f"{said}. Choose another place: {elsewhere}"
+        why = os_problem(exc, target.parent, _ELSEWHERE)
+        raise UsageError(f"Playground: cannot write the export {target}: {why}") from exc

@@ -246,3 +246,26 @@ async def test_the_playground_exports_name_a_read_only_path_and_what_to_do(disk:
         assert "a directory you can write to" in str(caught.value)
     pg.export_html_button.click()  # the button shows the same message instead of raising
     assert "read-only" in pg.status.value
+
+
+async def test_a_history_on_a_full_disk_or_a_read_only_place_is_named_and_nothing_is_half_written(disk: Any) -> None:
+    from agent_nb import AgentSession, ChatAgent, HistoryError, MirrorChatClient, SQLiteHistoryProvider
+
+    root = disk("512k")
+    path = root / "history.sqlite"
+    session = AgentSession("s")
+    with SQLiteHistoryProvider(path) as history:
+        agent = ChatAgent(MirrorChatClient(), name="a", history=history)
+        await agent.run("kept", session=session)
+        filler = fill(root)
+        with pytest.raises(HistoryError) as full:
+            await agent.run("x" * 200_000, session=session)  # more than the disk has left
+        assert str(path) in str(full.value) and "full" in str(full.value) and "Free some space" in str(full.value)
+        filler.unlink()
+        assert [m.text for m in await history.load(session)] == ["kept", 'I see 1 message: user "kept"']
+
+    assert _run("mount", "-o", "remount,ro", str(root)).returncode == 0
+    with pytest.raises(HistoryError) as refused:
+        SQLiteHistoryProvider(root / "new.sqlite")
+    message = str(refused.value)
+    assert str(root / "new.sqlite") in message and "read-only" in message and "a file you can write to" in message

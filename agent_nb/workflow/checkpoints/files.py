@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...disk import os_fix, os_problem, os_reason
 from ...errors import CheckpointError, bad_argument
 from .format import Checkpoint, Link, StoredMessage, checkpoint_from_header, dumps, header_problem, too_deep
 from .storage import (
@@ -25,9 +26,6 @@ from .storage import (
     info_of,
     is_id,
     missing,
-    os_fix,
-    os_problem,
-    os_reason,
     parse_body,
     seal,
     walk_chains,

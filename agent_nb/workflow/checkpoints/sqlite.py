@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...disk import place_problem
 from ...errors import CheckpointError
 from ...sqlite import connect, transaction
 from .format import Checkpoint, Link, StoredMessage, header_problem, too_deep
@@ -22,7 +23,6 @@ from .storage import (
     info_of,
     is_id,
     missing,
-    place_problem,
     seal,
     unseal,
 )

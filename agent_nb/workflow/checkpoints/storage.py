@@ -8,16 +8,13 @@ falls back to an older one in silence. The others: ``sqlite`` (one file) and ``f
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
-import os
 import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ...errors import CheckpointError
@@ -36,11 +33,7 @@ __all__ = [
     "is_id",
     "missing",
     "new_checkpoint_id",
-    "os_fix",
-    "os_problem",
-    "os_reason",
     "parse_body",
-    "place_problem",
     "seal",
     "unseal",
     "walk_chains",
@@ -180,46 +173,6 @@ def parse_body(body_text: str, bad: Callable[[str], CheckpointError]) -> Any:
 def is_id(value: Any) -> bool:
     """Whether ``value`` is a checkpoint id (as ``check_id`` accepts)."""
     return isinstance(value, str) and _ID.fullmatch(value) is not None
-
-
-def os_problem(exc: OSError, directory: Path) -> str:
-    """Why a file could not be read or written, and what to do: ``No space left on device (ENOSPC). Free …``."""
-    fix = os_fix(exc, directory)
-    return f"{os_reason(exc)}. {fix[:1].upper()}{fix[1:]}"
-
-
-def os_reason(exc: OSError) -> str:
-    """The system's words for an ``OSError``, with its code: ``Read-only file system (EROFS)``."""
-    name = errno.errorcode.get(exc.errno or 0)
-    said = exc.strerror or str(exc)
-    return f"{said} ({name})" if name else said
-
-
-def os_fix(exc: OSError, directory: Path) -> str:
-    """What to do about an ``OSError`` met writing in ``directory``."""
-    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
-        return "free some space on that disk, then run again"
-    if exc.errno == errno.EFBIG:
-        return "the file reached the size limit of this process or file system: free some space or raise the limit"
-    return place_problem(directory) or "check that the directory exists and can be written to"
-
-
-def place_problem(directory: Path) -> str | None:
-    """Why nothing can be written in ``directory`` (read-only, not allowed, missing), with the fix; or ``None``."""
-    fix = "give the storage a directory you can write to"
-    existing = next((p for p in (directory, *directory.parents) if p.exists()), None)
-    if existing is None or not existing.is_dir():
-        return f"{existing or directory} is not a directory: {fix}"
-    try:
-        if os.statvfs(existing).f_flag & os.ST_RDONLY:
-            return f"the file system of {existing} is mounted read-only: {fix}"
-    except (AttributeError, OSError):  # pragma: no cover - no statvfs (Windows)
-        pass
-    if not os.access(existing, os.W_OK):
-        return f"this process may not write in {existing}: {fix}"
-    if existing != directory:
-        return f"{directory} does not exist: create it, or {fix}"
-    return None
 
 
 def info_of(header: Mapping[str, Any]) -> CheckpointInfo:
