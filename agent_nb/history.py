@@ -65,6 +65,16 @@ def _parse(rows: Sequence[str]) -> list[Message]:
         return _messages().validate_json("[" + ",".join(rows) + "]")
 
 
+@contextmanager
+def _snapshot(db: Any) -> Iterator[None]:
+    """One read transaction: what is read inside it is one state of the file (write-ahead log)."""
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.execute("COMMIT")
+
+
 @runtime_checkable
 class ChatHistoryProvider(Protocol):
     """Loads a session's conversation; saves the new messages of a successful turn."""
@@ -198,7 +208,7 @@ class SQLiteHistoryProvider:
         sid = session.session_id
         cached = self._parsed.get(sid)
         mark, known = cached if cached is not None else (None, [])
-        with self._store(f"read session {sid!r}"):
+        with self._store(f"read session {sid!r}"), _snapshot(self._db):
             count, last = self._db.execute(
                 "SELECT COUNT(*), (SELECT written FROM agent_nb_messages WHERE session_id = ?1 AND seq = ?2)"
                 " FROM agent_nb_messages WHERE session_id = ?1",
@@ -216,7 +226,7 @@ class SQLiteHistoryProvider:
             try:
                 known = [*known, *_parse([r[0] for r in rows])]
             except ValueError as exc:
-                raise ValueError(
+                raise HistoryError(
                     f"{self.path}: the stored history of session {sid!r} cannot be read as messages "
                     f"({exc.__class__.__name__}); was the file written by another program?"
                 ) from exc
@@ -233,20 +243,22 @@ class SQLiteHistoryProvider:
         if not writes:
             return
         mark = secrets.token_hex(8)
-        lasts = []
+        ends = []
         with self._store(f"write {len(writes)} session(s)"), transaction(self._db) as db:
             for session, messages in writes:
-                (last,) = db.execute(
-                    "SELECT COALESCE(MAX(seq), -1) FROM agent_nb_messages WHERE session_id = ?", (session.session_id,)
-                ).fetchone()
+                last, written = db.execute(
+                    "SELECT seq, written FROM agent_nb_messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+                    (session.session_id,),
+                ).fetchone() or (-1, None)
                 db.executemany(
                     "INSERT INTO agent_nb_messages (session_id, seq, message, written) VALUES (?, ?, ?, ?)",
                     [(session.session_id, last + 1 + i, m.model_dump_json(), mark) for i, m in enumerate(messages)],
                 )
-                lasts.append(last)
-        for (session, messages), last in zip(writes, lasts, strict=True):
+                ends.append((last, written))
+        for (session, messages), (last, written) in zip(writes, ends, strict=True):
             cached = self._parsed.get(session.session_id)
-            if cached is not None and len(cached[1]) == last + 1:  # the cache was current: extend it
+            # the cache was current (as long, and ending on the very row this write followed): extend it
+            if cached is not None and len(cached[1]) == last + 1 and cached[0] == written:
                 self._parsed.put(session.session_id, mark, [*cached[1], *messages])
 
     def sessions(self) -> list[str]:

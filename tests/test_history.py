@@ -125,7 +125,7 @@ async def test_a_corrupt_history_is_a_clear_error(tmp_path):
     session = AgentSession("s")
     await provider.save(session, [Message("user", "ok")])
     sqlite3.connect(path, isolation_level=None).execute('UPDATE agent_nb_messages SET message = \'{"role": "robot"}\'')
-    with pytest.raises(ValueError, match=r"stored history of session 's' cannot be read as messages"):
+    with pytest.raises(HistoryError, match=r"stored history of session 's' cannot be read as messages"):
         await provider.load(session)
 
 
@@ -200,7 +200,7 @@ async def test_a_storage_error_is_not_called_a_model_error(tmp_path):
     session = AgentSession("s")
     await provider.save(session, [Message("user", "ok")])
     sqlite3.connect(path, isolation_level=None).execute("UPDATE agent_nb_messages SET message = '{}'")
-    with pytest.raises(ValueError, match="cannot be read as messages") as info:
+    with pytest.raises(HistoryError, match="cannot be read as messages") as info:
         await ChatAgent(EchoChatClient(), name="a", history=SQLiteHistoryProvider(path)).run("hi", session=session)
     assert not isinstance(info.value, ModelError)
     assert any("is as it was" in n for n in info.value.__notes__)
@@ -306,3 +306,15 @@ async def test_sqlite_never_serves_a_history_another_process_rewrote(tmp_path):
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     assert [m.text for m in await mine.load(session)] == ["theirs 1", "theirs 2"]
+
+
+async def test_sqlite_never_extends_a_cache_of_a_session_another_provider_rewrote(tmp_path):
+    path = tmp_path / "history.sqlite"
+    mine, other = SQLiteHistoryProvider(path), SQLiteHistoryProvider(path)
+    session = AgentSession("s")
+    await mine.save(session, [Message("user", "old 1"), Message("user", "old 2")])
+    assert len(await mine.load(session)) == 2  # cached
+    other.delete(session)
+    await other.save(session, [Message("user", "NEW 1"), Message("user", "NEW 2")])  # as many rows as before
+    await mine.save(session, [Message("user", "third")])  # mine writes after them ...
+    assert [m.text for m in await mine.load(session)] == ["NEW 1", "NEW 2", "third"]  # ... and reads the file's
