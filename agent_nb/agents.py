@@ -37,6 +37,7 @@ from .messages import (
     to_messages,
 )
 from .sessions import AgentSession
+from .sync import gather_or_cancel
 
 if TYPE_CHECKING:  # imported when an agent has a history or tools, not with agent_nb
     from .history import ChatHistoryProvider
@@ -383,9 +384,7 @@ class _Turn:
                 )
             return FunctionResultContent(call_id=call.call_id, result=result)
 
-        import asyncio  # not at import time: see agent_nb/__init__ (only turns with tools get here)
-
-        results = await asyncio.gather(*(one(c) for c in calls))
+        results = await gather_or_cancel(one(c) for c in calls)  # a timeout stops the round's other calls too
         return Message("tool", list(results), author_name=self.agent.name)
 
     async def _load(self) -> list[Message]:
@@ -524,6 +523,7 @@ async def _within(call: Awaitable[Any], seconds: float | None) -> Any:
         raise
     if not done:
         task.cancel()
+        await asyncio.gather(task, return_exceptions=True)  # its cancellation runs to the end first
         return _TIMED_OUT
     return task.result()
 

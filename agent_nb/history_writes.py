@@ -32,11 +32,13 @@ _CURRENT: ContextVar[HistoryWrites | None] = ContextVar("agent_nb.history_writes
 class HistoryWrites:
     """Turns saved during a run, per history provider and session, in the order they were saved."""
 
-    __slots__ = ("_held", "parent")
+    __slots__ = ("_held", "closed", "parent")
 
     def __init__(self, parent: HistoryWrites | None = None) -> None:
         self.parent = parent
         self._held: dict[tuple[int, str], tuple[Any, AgentSession, list[Message]]] = {}
+        self.closed = False
+        """Set once the run is over: a task it started and that outlives it writes directly."""
 
     def hold(self, provider: Any, session: AgentSession, messages: Sequence[Message]) -> None:
         """What ``provider.save(session, messages)`` would write, kept for the end of the run."""
@@ -69,6 +71,7 @@ class HistoryWrites:
         in one transaction; others get one ``save`` per session, in the order first saved.
         """
         held, self._held = self._held, {}
+        self.closed = True
         if self.parent is not None:
             for provider, session, messages in held.values():
                 self.parent.hold(provider, session, messages)
@@ -96,8 +99,11 @@ class HistoryWrites:
 
 
 def current() -> HistoryWrites | None:
-    """The writes of the run this code is part of, or ``None`` outside a workflow run."""
-    return _CURRENT.get()
+    """The writes of the run this code is part of, or ``None`` outside a workflow run (or once it is over)."""
+    writes = _CURRENT.get()
+    while writes is not None and writes.closed:
+        writes = writes.parent
+    return writes
 
 
 @contextlib.contextmanager
@@ -108,4 +114,5 @@ def holding() -> Iterator[HistoryWrites]:
     try:
         yield writes
     finally:
+        writes.closed = True  # committed or dropped: nothing is held here any more
         _CURRENT.reset(token)

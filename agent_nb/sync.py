@@ -1,9 +1,14 @@
-"""Running a coroutine to completion from synchronous code, in a script or inside Jupyter."""
+"""Running coroutines: to completion from synchronous code (a script, a Jupyter cell), and together.
+
+``gather_or_cancel`` runs several at once and, when one fails, cancels the others and waits
+for them, so nothing a failed step started runs on behind it (an executor of a superstep,
+a tool call of a round).
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -11,7 +16,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["run_sync"]
+__all__ = ["gather_or_cancel", "run_sync"]
 
 _lock = threading.Lock()
 _background: asyncio.AbstractEventLoop | None = None
@@ -51,4 +56,18 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return future.result()
     except BaseException:
         future.cancel()  # interrupted (Ctrl-C, a kernel interrupt): do not leave it running
+        raise
+
+
+async def gather_or_cancel(coros: Iterable[Awaitable[T]]) -> list[T]:
+    """Their results, run concurrently; on the first failure the others are cancelled and awaited, then it is raised."""
+    import asyncio
+
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         raise

@@ -133,3 +133,29 @@ def test_a_bad_tool_timeout_is_refused_naming_the_tool():
         @tool(timeout=-1)
         def f() -> str:
             return ""
+
+
+async def test_a_timeout_in_one_call_stops_the_other_calls_of_its_round():
+    ends = []
+
+    @tool(timeout=0.05)
+    async def stuck() -> str:
+        """Never answers."""
+        await asyncio.Event().wait()
+        return "never"
+
+    @tool
+    async def refund() -> str:
+        """Refunds, slowly."""
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            ends.append("refund cancelled")
+            raise
+        return "refunded"
+
+    calls = [FunctionCallContent(call_id=c, name=n, arguments={}) for c, n in (("c1", "stuck"), ("c2", "refund"))]
+    agent = ChatAgent(ScriptedChatClient([Message("assistant", calls), "done"]), name="clerk", tools=[stuck, refund])
+    with pytest.raises(ToolTimeout, match="tool 'stuck'"):
+        await agent.run("go")
+    assert ends == ["refund cancelled"]  # nothing of the round runs on behind the failed turn

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AgentNbError, RequestError, RunError, StepFailed, SuperstepLimitExceeded, UsageError
 from ..history_writes import HistoryWrites, holding
 from ..sessions import AgentSession
+from ..sync import gather_or_cancel
 from ..trace import ContextSnapshot, Sent, Trace
 from ._types import type_name
 from .edges import EdgeGroup
@@ -348,7 +349,7 @@ class _Run:
             ((target, messages),) = by_target.items()
             await self._invoke_all(executors[target], messages, step)
         else:
-            await _all_or_cancel([self._invoke_all(executors[t], ms, step) for t, ms in by_target.items()])
+            await gather_or_cancel([self._invoke_all(executors[t], ms, step) for t, ms in by_target.items()])
         self._release_fan_in()
         for _, updates in sorted(self._updates, key=lambda u: u[0]):  # in the order invocations started
             self.state.update(updates)
@@ -489,17 +490,3 @@ def _select(group: EdgeGroup, message: Any, source: str) -> list[str]:
             f"which are not among its targets {list(group.targets)}"
         )
     return chosen
-
-
-async def _all_or_cancel(coros: list[Any]) -> None:
-    """Run concurrently; on the first failure cancel the rest and re-raise it."""
-    import asyncio  # on use: a chain never gets here, and importing agent_nb stays light
-
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise

@@ -13,6 +13,7 @@ from agent_nb import (
     AgentExecutor,
     AgentSession,
     ChatAgent,
+    Executor,
     FunctionChatClient,
     InMemoryHistoryProvider,
     Message,
@@ -20,6 +21,8 @@ from agent_nb import (
     SQLiteHistoryProvider,
     StepFailed,
     WorkflowBuilder,
+    WorkflowContext,
+    handler,
 )
 
 
@@ -154,3 +157,28 @@ async def test_a_store_that_refuses_the_runs_history_fails_the_run_with_its_own_
     assert "No space left on device" in message and "written: nothing" in message
     assert isinstance(failed.value.__cause__, OSError)
     assert a.session.state == {}  # the executors and their sessions are back as before the run
+
+
+async def test_a_turn_saved_by_a_task_that_outlives_its_run_is_written_not_lost(history):
+    started: list[asyncio.Task] = []
+    agent = ChatAgent(MirrorChatClient(), name="later", history=history)
+    session = AgentSession("later")
+
+    class Spawner(Executor):
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext) -> None:
+            gate = asyncio.Event()
+
+            async def after_the_run() -> None:
+                await gate.wait()
+                await agent.run("saved after the run", session=session)
+
+            started.append(asyncio.ensure_future(after_the_run()))
+            started.append(gate)  # type: ignore[arg-type]
+
+    workflow = WorkflowBuilder(start_executor=Spawner("spawner")).build()
+    assert (await workflow.run("go")).status == "completed"
+    task, gate = started
+    gate.set()
+    await task
+    assert [m.text for m in await history.load(session)] == ["saved after the run", 'I see 1 message: user "saved after the run"']
