@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import bad_argument
 
@@ -19,6 +19,7 @@ __all__ = [
     "DataContent",
     "FunctionCallContent",
     "FunctionResultContent",
+    "Model",
     "TextContent",
     "UriContent",
     "UserInputRequestContent",
@@ -39,31 +40,60 @@ def shorten(text: str, limit: int = 60) -> str:
 UNSET: Any = object()
 
 
-class TextContent(BaseModel):
-    """Plain text."""
+class Model(BaseModel):
+    """A frozen model whose bad fields are ``ArgumentError``s naming the field, not pydantic's errors.
+
+    Every text it is given is checked for lone surrogates first: such a text could never be
+    stored or sent (it cannot be encoded as UTF-8).
+    """
 
     model_config = FROZEN
+
+    def __init__(self, /, **data: Any) -> None:
+        where = type(self).__name__
+        for name, value in data.items():
+            _check_encodable(value, where, name)
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _refused(where, exc) from None
+
+
+def _refused(where: str, exc: ValidationError) -> Exception:
+    """Pydantic's first complaint as an ``ArgumentError``: the field, the value, and what it takes."""
+    first = exc.errors(include_url=False)[0]
+    field = ".".join(str(part) for part in first.get("loc", ())) or "the fields"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return bad_argument(where, field, first.get("input"), f"{first.get('msg', 'not valid')}{more}")
+
+
+class TextContent(Model):
+    """Plain text."""
+
     type: Literal["text"] = "text"
     text: str
 
     def __init__(self, text: Any = None, /, **data: Any) -> None:
         if text is not None:
             data["text"] = text
-        _check_encodable(data.get("text"), "TextContent")
         super().__init__(**data)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_encodable(text: Any, where: str) -> None:
-    r"""Refuse a lone surrogate (what ``json.loads('"\ud800"')`` makes): no API can be sent it as UTF-8."""
-    if isinstance(text, str) and (found := _SURROGATE.search(text)) is not None:
+def _check_encodable(value: Any, where: str, field: str = "text") -> None:
+    r"""Refuse a lone surrogate (what ``json.loads('"\ud800"')`` makes), in a text or anywhere inside a value."""
+    if isinstance(value, (dict, list, tuple)):
+        for item in value.values() if isinstance(value, dict) else value:
+            _check_encodable(item, where, field)
+        return
+    if isinstance(value, str) and (found := _SURROGATE.search(value)) is not None:
         at = found.start()
         raise bad_argument(
             where,
-            "text",
-            text[max(at - 20, 0) : at + 20],
+            field,
+            value[max(at - 20, 0) : at + 20],
             f"it holds a lone surrogate {found.group()!r} at character {at}, which cannot be encoded as UTF-8, "
             "so no model could be sent it",
             "it often comes from cutting a JSON escape in two; fix the text, e.g. "
@@ -71,10 +101,9 @@ def _check_encodable(text: Any, where: str) -> None:
         )
 
 
-class FunctionCallContent(BaseModel):
+class FunctionCallContent(Model):
     """A model's request to call a function (a tool)."""
 
-    model_config = FROZEN
     type: Literal["function_call"] = "function_call"
     call_id: str
     """Pairs the call with its ``FunctionResultContent``."""
@@ -83,10 +112,9 @@ class FunctionCallContent(BaseModel):
     """Parsed arguments, or the raw JSON text a provider sent."""
 
 
-class FunctionResultContent(BaseModel):
+class FunctionResultContent(Model):
     """The result of a function call, answering the call with the same ``call_id``."""
 
-    model_config = FROZEN
     type: Literal["function_result"] = "function_result"
     call_id: str
     result: Any = None
@@ -95,10 +123,9 @@ class FunctionResultContent(BaseModel):
     """Set when the function raised; ``result`` is then ``None``."""
 
 
-class UserInputRequestContent(BaseModel):
+class UserInputRequestContent(Model):
     """An agent asks a human for input (or for approval of ``function_call``)."""
 
-    model_config = FROZEN
     type: Literal["user_input_request"] = "user_input_request"
     request_id: str
     prompt: str = ""
@@ -107,17 +134,16 @@ class UserInputRequestContent(BaseModel):
     function_call: FunctionCallContent | None = None
 
 
-class UserInputResponseContent(BaseModel):
+class UserInputResponseContent(Model):
     """A human's answer to the ``UserInputRequestContent`` with the same ``request_id``."""
 
-    model_config = FROZEN
     type: Literal["user_input_response"] = "user_input_response"
     request_id: str
     text: str = ""
     approved: bool | None = None
 
 
-class DataContent(BaseModel):
+class DataContent(Model):
     """Inline binary data such as an image or a file (base64 in JSON)."""
 
     model_config = ConfigDict(
@@ -128,10 +154,9 @@ class DataContent(BaseModel):
     media_type: str
 
 
-class UriContent(BaseModel):
+class UriContent(Model):
     """A reference to data that lives elsewhere."""
 
-    model_config = FROZEN
     type: Literal["uri"] = "uri"
     uri: str
     media_type: str | None = None
@@ -180,7 +205,7 @@ def to_contents(value: Any, where: str = "Message") -> Any:
             _check_encodable(item, where)
             item = TextContent(item)
         elif isinstance(item, dict) and item.get("type") not in _CONTENT_TYPES:
-            raise ValueError(f"unknown content type {item.get('type')!r}; agent_nb knows: {', '.join(_CONTENT_TYPES)}")
+            raise bad_argument(where, "contents", item, f"its type must be one of: {', '.join(_CONTENT_TYPES)}")
         elif not isinstance(item, (BaseModel, dict)):
             raise bad_argument(where, "contents", item, _ACCEPTED)
         out.append(item)

@@ -14,6 +14,7 @@ agent = ChatAgent(router, name="assistant", history=history)
 from __future__ import annotations
 
 import gc
+import json
 import secrets
 import sqlite3
 import threading
@@ -63,6 +64,33 @@ def _parse(rows: Sequence[str]) -> list[Message]:
         return []
     with _collector_waits():
         return _messages().validate_json("[" + ",".join(rows) + "]")
+
+
+def _refuse_unencodable(stored: Any, where: str) -> None:
+    r"""Refuse a stored history with a lone surrogate (``json.loads`` makes one of a cut ``\ud83d`` escape).
+
+    Such a message could never be saved as JSON or sent to a model. Dicts are validated without
+    the constructors' check, so it is made here, once per parse, by encoding in C.
+    """
+    try:
+        json.dumps(stored, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        at = next(i for i, m in enumerate(stored) if _unencodable(m))
+        raise HistoryError(
+            f"{where}: message {at} holds a lone surrogate, which cannot be encoded as UTF-8, so it could never "
+            "be sent; it often comes from cutting a JSON escape in two. Nothing was loaded: fix that message's "
+            "text (text.encode('utf-8', 'replace').decode()) in session.state, or delete it"
+        ) from None
+    except (TypeError, ValueError):  # not plain JSON, though the validator took it: nothing to say here
+        return
+
+
+def _unencodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 @contextmanager
@@ -130,14 +158,16 @@ class InMemoryHistoryProvider:
         cached = self._parsed.get(session.session_id)
         if cached is not None and cached[0] == stored:  # the same dicts compare at once
             return list(cached[1])
+        where = f"the history of session {session.session_id!r} under state[{self.key!r}]"
         try:
             with _collector_waits():
                 messages = _messages().validate_python(stored)
         except ValueError as exc:
-            raise ValueError(
-                f"the history of session {session.session_id!r} under state[{self.key!r}] is not a list of "
-                f"messages ({exc.__class__.__name__}); it was probably written by something else"
+            raise HistoryError(
+                f"{where} is not a list of messages ({exc.__class__.__name__}); it was probably written by "
+                "something else. Nothing was loaded: replace session.state[...] with a valid history, or delete it"
             ) from exc
+        _refuse_unencodable(stored, where)
         self._parsed.put(session.session_id, list(stored), messages)
         return list(messages)
 

@@ -11,19 +11,18 @@ Message.model_validate_json(msg.model_dump_json()) == msg  # True
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel
-
 from .contents import (
-    FROZEN,
     UNSET,
     Content,
     DataContent,
     FunctionCallContent,
     FunctionResultContent,
+    Model,
     TextContent,
     UriContent,
     UserInputRequestContent,
@@ -64,14 +63,13 @@ def _text_of(contents: Iterable[Any]) -> str:
     return " ".join(c.text for c in contents if c.type == "text")
 
 
-class Message(BaseModel):
+class Message(Model):
     """One chat message: a role, its contents, and who wrote it.
 
     ``Message("user", ["hi"])`` and ``Message(role="user", contents=["hi"])`` are the same;
     a bare string is one text content.
     """
 
-    model_config = FROZEN
     role: Role
     contents: tuple[Content, ...] = ()
     author_name: str | None = None
@@ -82,7 +80,7 @@ class Message(BaseModel):
         if role is not UNSET:
             data["role"] = role
         if "role" in data and data["role"] not in ROLES:
-            raise ValueError(f"role {data['role']!r} is not allowed; use one of: {', '.join(ROLES)}")
+            raise bad_argument("Message", "role", data["role"], f"use one of: {', '.join(ROLES)}")
         if contents is not UNSET:
             data["contents"] = contents
         if "contents" in data:
@@ -99,7 +97,7 @@ class Message(BaseModel):
     def with_role(self, role: Role) -> Message:
         """A copy under another role, keeping contents, author and id."""
         if role not in ROLES:
-            raise ValueError(f"role {role!r} is not allowed; use one of: {', '.join(ROLES)}")
+            raise bad_argument("Message.with_role", "role", role, f"use one of: {', '.join(ROLES)}")
         return self.model_copy(update={"role": role})  # the contents are already valid: no revalidation
 
     def __repr__(self) -> str:
@@ -116,10 +114,9 @@ class Message(BaseModel):
     __str__ = __repr__
 
 
-class Usage(BaseModel):
+class Usage(Model):
     """Token counts of one or more model calls (estimated by the offline clients)."""
 
-    model_config = FROZEN
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -137,16 +134,17 @@ class Usage(BaseModel):
 def _to_messages(value: Any) -> Any:
     if isinstance(value, (Message, dict)):
         return (value,)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise bad_argument("a response", "messages", value, "give a Message, or a list of them")
     return tuple(value)
 
 
 _R = TypeVar("_R", bound="_Response")
 
 
-class _Update(BaseModel):
+class _Update(Model):
     """A streamed increment: some contents of one message."""
 
-    model_config = FROZEN
     contents: tuple[Content, ...] = ()
     role: Role = "assistant"
     author_name: str | None = None
@@ -177,10 +175,9 @@ class _Update(BaseModel):
     __str__ = __repr__
 
 
-class _Response(BaseModel):
+class _Response(Model):
     """Messages a model or an agent produced in one call."""
 
-    model_config = FROZEN
     messages: tuple[Message, ...] = ()
     response_id: str | None = None
     model: str | None = None
@@ -290,10 +287,39 @@ for _model in (TextContent, Message, AgentResponseUpdate, AgentResponse, ChatRes
 
 
 def estimate_tokens(messages: Sequence[Message] | str) -> int:
-    """A deterministic token estimate (about four characters a token) for offline displays."""
+    """A deterministic token estimate (about four characters a token) for offline displays.
+
+    Everything a model reads counts: texts, a tool call's name and arguments, a tool result,
+    a prompt and its answer (a 100,000-character tool result costs what the same text would).
+    """
     if isinstance(messages, str):
         return math.ceil(len(messages) / 4)
-    return sum(math.ceil(len(m.text) / 4) + 3 for m in messages)
+    return sum(math.ceil(sum(map(_characters, m.contents)) / 4) + 3 for m in messages)
+
+
+def _characters(content: Any) -> int:
+    """The length of what a model reads of one content (data, such as an image, is not counted)."""
+    kind = content.type
+    if kind == "text":
+        return len(content.text)
+    if kind == "function_call":
+        arguments = content.arguments
+        return len(content.name) + len(arguments if isinstance(arguments, str) else _json(arguments))
+    if kind == "function_result":
+        result = content.result
+        shown = result if isinstance(result, str) else "" if result is None else _json(result)
+        return len(shown) + len(content.exception or "")
+    if kind == "user_input_request":
+        return len(content.prompt) + sum(map(len, content.options))
+    if kind == "user_input_response":
+        return len(content.text)
+    if kind == "uri":
+        return len(content.uri)
+    return 0
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def to_messages(

@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any
 
-from .errors import bad_argument
+from .errors import ArgumentError, bad_argument
 from .rendering import Displayable
 
 __all__ = ["AgentSession"]
@@ -37,9 +37,10 @@ class AgentSession(Displayable):
         try:
             state = json.loads(json.dumps(self.state))
         except (TypeError, ValueError) as exc:
-            raise TypeError(
+            raise ArgumentError(
                 f"session {self.session_id!r} cannot be saved: its state is not JSON-serialisable ({exc}); "
-                "keep only str, int, float, bool, None, lists and dicts in session.state"
+                "keep only str, int, float, bool, None, lists and dicts in session.state",
+                argument="state",
             ) from exc
         return {"session_id": self.session_id, "state": state}
 

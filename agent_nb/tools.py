@@ -34,7 +34,7 @@ from typing import Annotated, Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
-from .errors import bad_argument
+from .errors import ArgumentError, bad_argument
 
 __all__ = ["FunctionTool", "ToolArgumentsError", "as_tools", "check_timeout", "tool"]
 
@@ -73,20 +73,22 @@ class FunctionTool:
         timeout: float | None = None,
     ) -> None:
         if not callable(fn):
-            raise TypeError(f"a tool must be a function, got {fn!r}")
+            raise bad_argument("a tool", "fn", fn, "give a function (def or async def) with type hints")
         self.fn = fn
         self.requires_approval = requires_approval
         self.timeout = check_timeout(f"tool {getattr(fn, '__name__', fn)!r}", "timeout", timeout)
         self.name: str = str(name or getattr(fn, "__name__", ""))
         if not self.name.isidentifier():
-            raise ValueError(f"tool name {self.name!r} is not usable; pass name='...' (letters, digits, underscores)")
+            raise bad_argument(
+                "a tool", "name", self.name, "a tool's name is letters, digits and underscores: pass name='...'"
+            )
         doc = inspect.getdoc(fn) or ""
         self.description = description if description is not None else doc.split("\n\n")[0].strip()
         signature = inspect.signature(fn)
         try:
             hints = get_type_hints(fn, include_extras=True)
         except Exception as exc:
-            raise TypeError(f"tool {self.name!r}: cannot resolve its type hints ({exc})") from exc
+            raise ArgumentError(f"tool {self.name!r}: cannot resolve its type hints ({exc})", argument="fn") from exc
         # Fields get neutral names and the parameters' names as aliases, so that any parameter
         # name works (``json``, ``model_config`` or ``_private`` would clash with pydantic's own).
         fields: dict[str, Any] = {}
@@ -98,9 +100,13 @@ class FunctionTool:
                 self.takes_run_kwargs = True
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.POSITIONAL_ONLY):
-                raise TypeError(f"tool {self.name!r}: parameter {param.name!r} must be passable by name")
+                raise ArgumentError(
+                    f"tool {self.name!r}: parameter {param.name!r} must be passable by name", argument="fn"
+                )
             if param.name not in hints:
-                raise TypeError(f"tool {self.name!r}: annotate parameter {param.name!r} so the model knows its type")
+                raise ArgumentError(
+                    f"tool {self.name!r}: annotate parameter {param.name!r} so the model knows its type", argument="fn"
+                )
             default = ... if param.default is param.empty else param.default
             field = f"p{len(fields)}"
             fields[field] = (Annotated[hints[param.name], Field(alias=param.name)], default)
@@ -198,5 +204,7 @@ def as_tools(items: Iterable[Callable[..., Any] | FunctionTool]) -> list[Functio
     names = [t.name for t in tools]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ValueError(f"two tools are named {', '.join(map(repr, twice))}; pass name='...' to tell them apart")
+        raise ArgumentError(
+            f"two tools are named {', '.join(map(repr, twice))}; pass name='...' to tell them apart", argument="tools"
+        )
     return tools

@@ -38,7 +38,7 @@ def test_unknown_role_names_the_allowed_roles(role):
 
 
 def test_a_missing_role_names_the_allowed_roles_too():
-    with pytest.raises(ValueError, match="role None is not allowed; use one of: system, user"):
+    with pytest.raises(ValueError, match=r"Message: role=None \(NoneType\) is not accepted; use one of: system, user"):
         Message(None, "x")
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, Union
 
 from ..agents import SupportsAgentRun
 from ..conversation import EMPTY, Conversation
-from ..errors import bad_argument, did_you_mean
+from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -239,17 +239,21 @@ class AgentExecutor(Executor):
                 f"use one of: {', '.join(CONTEXT_MODES)}" + did_you_mean(str(mode), CONTEXT_MODES),
             )
         if mode == "custom" and context_filter is None:
-            raise ValueError(
+            raise ArgumentError(
                 f"executor {self.id!r}: context_mode='custom' needs a context_filter, "
-                "a function list[Message] -> list[Message]"
+                "a function list[Message] -> list[Message]",
+                argument="context_filter",
             )
         if context_filter is not None and mode != "custom":
-            raise ValueError(
+            raise ArgumentError(
                 f"executor {self.id!r}: a context_filter is only used with context_mode='custom', not {mode!r}; "
-                "pass context_mode='custom' (or leave the mode out)"
+                "pass context_mode='custom' (or leave the mode out)",
+                argument="context_filter",
             )
         if context_filter is not None and not callable(context_filter):
-            raise TypeError(f"executor {self.id!r}: context_filter must be callable, got {context_filter!r}")
+            raise bad_argument(
+                f"executor {self.id!r}", "context_filter", context_filter, "give a function of a list of messages"
+            )
         self._mode, self._filter = mode, context_filter
         name = getattr(context_filter, "__name__", type(context_filter).__name__) if mode == "custom" else None
         self._mode_record = {"kind": self.kind, "context_mode": mode, "context_filter": name}

@@ -12,7 +12,7 @@ from ._types import any_compatible, type_name
 from .agent_executor import AgentExecutor
 from .edges import Condition, EdgeGroup, Selection
 from .executor import Executor
-from .workflow import Workflow, check_limit
+from .workflow import Workflow, check_limit, check_storage
 
 if TYPE_CHECKING:
     from .checkpoints.storage import CheckpointStorage
@@ -62,7 +62,7 @@ class WorkflowBuilder:
         if description is not None and not isinstance(description, str):
             raise bad_argument(f"WorkflowBuilder {name!r}", "description", description, "give a str, or None")
         self._name = name
-        self._storage = checkpoint_storage
+        self._storage = check_storage(f"WorkflowBuilder {name!r}", checkpoint_storage)
         self._description = description
         self._max_supersteps = None if max_supersteps is None else check_limit(max_supersteps)
         self._nodes: dict[str, Executor] = {}
@@ -71,7 +71,9 @@ class WorkflowBuilder:
         self._refs: list[str] = []
         self._groups: list[EdgeGroup] = []
         self._start: str | None = None
-        self._output_from: list[Node] | None = None if output_from is None else list(output_from)
+        self._output_from: list[Node] | None = (
+            None if output_from is None else list(_nodes("WorkflowBuilder", "output_from", output_from))
+        )
         if start_executor is not None:
             self.set_start_executor(start_executor)
 
@@ -89,9 +91,8 @@ class WorkflowBuilder:
                 wrapped = self._wrapped[id(node)] = AgentExecutor(node)
             ex = wrapped
         else:
-            raise TypeError(
-                f"a workflow node must be an Executor, an agent (with name, create_session and run) "
-                f"or an executor id; got {type(node).__name__}: {node!r:.60}"
+            raise bad_argument(
+                "WorkflowBuilder", "node", node, "a node is an Executor, an agent (name, create_session, run) or an id"
             )
         known = self._nodes.setdefault(ex.id, ex)
         if known is not ex:
@@ -131,18 +132,20 @@ class WorkflowBuilder:
         self, source: Node, targets: Sequence[Node], *, selection: Selection | None = None
     ) -> WorkflowBuilder:
         """Send each message of ``source`` to every target, or to those ``selection(message, target_ids)`` picks."""
-        ids = tuple(self._add(t) for t in targets)
+        ids = tuple(self._add(t) for t in _nodes("add_fan_out_edges", "targets", targets))
+        if selection is not None and not callable(selection):
+            raise bad_argument("add_fan_out_edges", "selection", selection, "give a function (message, target_ids)")
         label = getattr(selection, "__name__", None) if selection else None
         return self._group(kind="fan_out", sources=(self._add(source),), targets=ids, selection=selection, label=label)
 
     def add_fan_in_edges(self, sources: Sequence[Node], target: Node) -> WorkflowBuilder:
         """Deliver to ``target`` one list of the sources' messages, once every source has sent."""
-        ids = tuple(self._add(s) for s in sources)
+        ids = tuple(self._add(s) for s in _nodes("add_fan_in_edges", "sources", sources))
         return self._group(kind="fan_in", sources=ids, targets=(self._add(target),))
 
     def add_chain(self, nodes: Sequence[Node]) -> WorkflowBuilder:
         """``a → b → c``: an edge between each pair of neighbours."""
-        ids = [self._add(n) for n in nodes]
+        ids = [self._add(n) for n in _nodes("add_chain", "nodes", nodes)]
         for a, b in itertools.pairwise(ids):
             self._group(kind="direct", sources=(a,), targets=(b,))
         return self
@@ -211,7 +214,7 @@ class WorkflowBuilder:
 
     def with_checkpointing(self, storage: CheckpointStorage) -> WorkflowBuilder:
         """Take a checkpoint at the start of every run and after each of its supersteps, in ``storage``."""
-        self._storage = storage
+        self._storage = check_storage(f"WorkflowBuilder {self._name!r}", storage)
         return self
 
     def _unreachable(self, start: str) -> list[str]:
@@ -255,6 +258,13 @@ class WorkflowBuilder:
             problem(f"output_from names an agent that is not in the graph: {node!r:.60}")
             return ""
         return wrapped.id
+
+
+def _nodes(where: str, argument: str, nodes: Any) -> Iterable[Any]:
+    """``nodes`` once it is known to be a list of them (a bare string is one id, not a list)."""
+    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Iterable):
+        raise bad_argument(where, argument, nodes, "give a list of executors, agents or executor ids")
+    return nodes
 
 
 def _report(problems: list[str]) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, get_args, get_origin
 
 from typing_extensions import TypeVar
 
-from ..errors import InputTypeError
+from ..errors import ArgumentError, InputTypeError, bad_argument
 from ._types import TypeTest, compile_type, flatten, is_never, type_name
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class _HandlerSpec:
 def handler(fn: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
     """Mark an ``async def`` method of an ``Executor`` as a message handler."""
     if not inspect.iscoroutinefunction(fn):
-        raise TypeError(f"@handler {fn.__qualname__} must be an 'async def' function")
+        raise ArgumentError(f"@handler {fn.__qualname__} must be an 'async def' function", argument="fn")
     setattr(fn, _HANDLER_MARK, True)
     return fn
 
@@ -149,14 +149,18 @@ def _context_types(hint: Any) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] |
 def _spec_of(fn: Callable[..., Any], *, owner: str, skip_self: bool) -> _HandlerSpec:
     params = list(inspect.signature(fn).parameters.values())[1 if skip_self else 0 :]
     if len(params) != 2:
-        raise TypeError(f"handler {owner} must take (message, ctx); it takes {len(params)} parameters")
+        raise ArgumentError(
+            f"handler {owner} must take (message, ctx); it takes {len(params)} parameters", argument="fn"
+        )
     try:
         hints = typing.get_type_hints(fn)
     except Exception as exc:
-        raise TypeError(f"handler {owner}: cannot resolve its type hints ({exc})") from exc
+        raise ArgumentError(f"handler {owner}: cannot resolve its type hints ({exc})", argument="fn") from exc
     message, ctx = params
     if message.name not in hints:
-        raise TypeError(f"handler {owner}: annotate the type of {message.name!r} so messages can be routed to it")
+        raise ArgumentError(
+            f"handler {owner}: annotate the type of {message.name!r} so messages can be routed to it", argument="fn"
+        )
     sends, yields = _context_types(hints.get(ctx.name))
     return _HandlerSpec(fn.__name__, hints[message.name], compile_type(hints[message.name]), sends, yields)
 
@@ -174,7 +178,7 @@ class Executor:
 
     def __init__(self, id: str) -> None:
         if not isinstance(id, str) or not id:
-            raise ValueError(f"an executor id must be a non-empty string, got {id!r}")
+            raise bad_argument(type(self).__name__, "id", id, "give a non-empty str")
         self.id = id
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -268,7 +272,7 @@ class FunctionExecutor(Executor):
         self, fn: Callable[[Any, WorkflowContext[Any, Any]], Awaitable[None]], *, id: str | None = None
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
-            raise TypeError(f"FunctionExecutor needs an 'async def' function, got {fn!r}")
+            raise bad_argument("FunctionExecutor", "fn", fn, "give an 'async def' function of (message, ctx)")
         super().__init__(id or fn.__name__)
         self.fn = fn
         self._spec = _spec_of(fn, owner=f"function {fn.__name__!r}", skip_self=False)

@@ -17,14 +17,13 @@ await workflow.run(responses={result.pending_requests[0].request_id: True})
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RequestError
 from ._types import accepts, type_name
 
-__all__ = ["PendingRequest", "RequestResponse", "answered_again"]
+__all__ = ["PendingRequest", "RequestResponse"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +65,3 @@ class RequestResponse:
 
     def describe(self) -> str:
         return f"answer to {self.request_id}: {self.value!r:.40}"
-
-
-def answered_again(workflow: str, request_id: str, earlier: Mapping[str, str]) -> str:
-    """The refusal of a second answer: when and where the first was given, and what to do instead."""
-    said = (
-        f"workflow {workflow!r}: request {request_id!r} was answered already, at {earlier.get('at', '?')} by "
-        f"{earlier.get('by', '?')}; it is not pending any more, and what it asked for is not done twice"
-    )
-    if earlier.get("waiting"):
-        said += ". To go on from there, resume the newest checkpoint of the run that answered it (storage.latest())"
-    return said

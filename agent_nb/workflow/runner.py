@@ -8,13 +8,8 @@ cancelled and every executor goes back to the state it had before the run.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
-import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +19,7 @@ from ..sessions import AgentSession
 from ..sync import gather_or_cancel
 from ..trace import ContextSnapshot, Sent, Trace
 from ._types import type_name
+from .answers import AnswerClaims, answered_again
 from .edges import EdgeGroup
 from .events import (
     CheckpointSaved,
@@ -41,7 +37,7 @@ from .events import (
     WorkflowWarning,
 )
 from .executor import Executor, WorkflowContext
-from .requests import PendingRequest, RequestResponse, answered_again
+from .requests import PendingRequest, RequestResponse
 from .result import RunResult
 
 if TYPE_CHECKING:
@@ -99,11 +95,10 @@ class _Run:
         self._next: list[tuple[str, Any]] = []
         self._fan_in: dict[int, dict[str, list[Any]]] = {}
         self._snapshots: list[ContextSnapshot] = []
-        self._claimed: list[tuple[Any, str, str]] = []
-        """(storage, waiting checkpoint, request id) this run claimed to answer."""
-        self._answer_record: dict[str, str] = {}
         self._count = 0
         self._t0 = 0.0
+        self._writes: HistoryWrites | None = None
+        """The run's held history writes (set when it executes)."""
 
     # -- called by WorkflowContext --------------------------------------------------
 
@@ -169,6 +164,7 @@ class _Run:
 
     async def execute(self, inputs: tuple[Any, ...]) -> RunResult:
         with holding() as writes:  # the agents' history writes reach their stores only if the run completes
+            self._writes = writes
             return await self._execute(inputs, writes)
 
     async def _execute(self, inputs: tuple[Any, ...], writes: HistoryWrites) -> RunResult:
@@ -177,6 +173,7 @@ class _Run:
         self._t0 = time.perf_counter()
         self.emit(WorkflowStarted())
         self._next = [(workflow.start_executor_id, m) for m in inputs]
+        answers = self._claims()
         try:
             if self.restored is not None:
                 self._put_back(self.restored)
@@ -184,8 +181,11 @@ class _Run:
                 for request_id, asked in self.pending.items():  # still waiting: a streaming reader sees them again
                     if request_id not in self._responses:
                         self.emit(RequestInfoEvent(request_id, asked.executor_id, asked.data, asked.response_type))
-            self._claim_answers()
+            answers.claim()
             for request_id, value in self._responses.items():
+                if request_id not in self.pending:  # answered by a run that ended after this one was asked for
+                    earlier = workflow.answered(request_id) or {}
+                    raise RequestError(answered_again(workflow.name, request_id, earlier), answered=earlier)
                 asked = self.pending.pop(request_id)
                 self._next.append((asked.executor_id, RequestResponse(request_id, asked.data, value)))
             first = self.superstep
@@ -193,6 +193,7 @@ class _Run:
                 self.emit(WorkflowWarning(_finished(self.restored.checkpoint.id, workflow.name)))
             elif self.restored is None:
                 self._checkpoint()
+            answers.delivered = bool(self._responses)  # the first superstep hands the answers over
             while self._next:
                 if self.superstep - first >= self.max_supersteps:
                     active = tuple(dict.fromkeys(t for t, _ in self._next))
@@ -207,12 +208,14 @@ class _Run:
                 self._checkpoint()
             await self._commit(writes)
         except BaseException as exc:
-            self._release_answers()
             for eid, ex in workflow.executors.items():
                 ex.restore_state(saved[eid])
             error = self._as_run_error(exc)
-            if error is exc and isinstance(exc, AgentNbError) and hasattr(exc, "add_note"):
+            if error is exc and isinstance(exc, AgentNbError) and not writes.written and hasattr(exc, "add_note"):
                 exc.add_note(self.kept())  # a checkpoint that could not be written, a limit: say what is left
+            answers.failed(error)
+            if answers.delivered:
+                workflow._answered.update(dict.fromkeys(self._responses, answers.record))
             self.emit(WorkflowFailed(error))
             if isinstance(error, RunError):
                 error.result = self.result("failed")
@@ -220,8 +223,10 @@ class _Run:
                 raise
             raise error from (exc.error if isinstance(exc, _Failure) else exc)
         workflow._pending, workflow._request_seq = self.pending, self.request_seq
-        workflow._answered.update(dict.fromkeys(self._responses, self._answer_record))
-        workflow._waiting_at = self.last_checkpoint if self.pending else None
+        workflow._answered.update(dict.fromkeys(self._responses, answers.record))
+        workflow._waiting_at = None
+        if self.pending and self.checkpointer is not None and self.last_checkpoint is not None:
+            workflow._waiting_at = (self.last_checkpoint, self.checkpointer.storage)
         workflow._pending_kwargs = self._run_kwargs if self.pending else {}  # for the answers, never stored
         self.emit(WorkflowCompleted(self.superstep))
         return self.result("waiting" if self.pending else "completed")
@@ -237,37 +242,15 @@ class _Run:
         if self.checkpointer is not None:
             self.checkpointer.last_id = restored.checkpoint.id
 
-    def _claim_answers(self) -> None:
-        """Record, in the checkpoint storage, that this run answers its requests; refuse those answered before.
-
-        The claim is made before anything runs, so two runs (in any processes sharing the
-        storage) cannot both answer one request; a run that fails gives its claims back.
-        """
-        if not self._responses:
-            return
-        storage = self.checkpointer.storage if self.checkpointer is not None else None
-        waiting = self.restored.checkpoint.id if self.restored is not None else self.workflow._waiting_at
-        claim = getattr(storage, "claim_answer", None)
-        self._answer_record = {
-            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "by": f"a run of workflow {self.workflow.name!r} (process {os.getpid()} on {socket.gethostname()})",
-            "waiting": waiting or "",
-            "run": secrets.token_hex(6),  # tells two claims of one second and one process apart
-        }
-        if claim is None or not waiting:
-            return
-        for request_id in self._responses:
-            earlier = claim(waiting, request_id, self._answer_record)
-            if earlier is not None:
-                self._release_answers()
-                raise RequestError(answered_again(self.workflow.name, request_id, earlier), answered=earlier)
-            self._claimed.append((storage, waiting, request_id))
-
-    def _release_answers(self) -> None:
-        claimed, self._claimed = self._claimed, []
-        for storage, waiting, request_id in claimed:
-            with contextlib.suppress(AgentNbError, OSError):  # the run's own error is the one to see
-                storage.release_answer(waiting, request_id)
+    def _claims(self) -> AnswerClaims:
+        """The requests this run answers, to claim before anything runs (refused if answered before)."""
+        waiting: str | None = None
+        storage: Any = None
+        if self.restored is not None and self.checkpointer is not None:
+            waiting, storage = self.restored.checkpoint.id, self.checkpointer.storage
+        elif self.workflow._waiting_at is not None:
+            waiting, storage = self.workflow._waiting_at
+        return AnswerClaims(self.workflow.name, storage, waiting, self._responses)
 
     def _hold_again(self, restored: Restored, writes: HistoryWrites) -> None:
         """The history the checkpointed run had not written: this run writes it, if it completes."""
@@ -308,12 +291,22 @@ class _Run:
         try:
             await writes.commit()
         except Exception as exc:
-            notes = "; ".join(getattr(exc, "__notes__", ()))
-            raise RunError(
+            said = (
                 f"workflow {self.workflow.name!r} ran to the end, but its history could not be written: "
-                f"{type(exc).__name__}: {exc} ({notes}). The executors are back as they were before the run; "
-                "run it again once the store can be written."
-            ) from exc
+                f"{type(exc).__name__}: {exc}"
+            )
+            if writes.written:
+                said += (
+                    f". Some of it was written before the failure ({'; '.join(writes.written)}) and stays written; "
+                    "the rest was not. The executors are back as they were before the run: running it again would "
+                    "write those sessions' turns a second time"
+                )
+            else:
+                said += (
+                    ". Nothing of it was written, and the executors are back as they were before the run; run it "
+                    "again once the store can be written"
+                )
+            raise RunError(said) from exc
 
     def kept(self) -> str:
         """What a failed or cancelled run leaves behind, in words."""
@@ -347,9 +340,11 @@ class _Run:
         executors = self.workflow.executors
         if len(by_target) == 1:
             ((target, messages),) = by_target.items()
-            await self._invoke_all(executors[target], messages, step)
+            await self._invoke_all(executors[target], messages, step, 0)
         else:
-            await gather_or_cancel([self._invoke_all(executors[t], ms, step) for t, ms in by_target.items()])
+            await gather_or_cancel(
+                [self._invoke_all(executors[t], ms, step, rank) for rank, (t, ms) in enumerate(by_target.items())]
+            )
         self._release_fan_in()
         for _, updates in sorted(self._updates, key=lambda u: u[0]):  # in the order invocations started
             self.state.update(updates)
@@ -374,9 +369,12 @@ class _Run:
                 self._next.append((target.id, merged))
                 del self._fan_in[group.index]
 
-    async def _invoke_all(self, executor: Executor, messages: list[Any], step: int) -> None:
-        for message in messages:
-            await self._invoke(executor, message, step)
+    async def _invoke_all(self, executor: Executor, messages: list[Any], step: int, rank: int) -> None:
+        """One executor's messages of a superstep, in order; the turns its agents save are its own (``rank``)."""
+        assert self._writes is not None, "a superstep runs inside execute()"
+        with self._writes.writer(step, rank):
+            for message in messages:
+                await self._invoke(executor, message, step)
 
     async def _invoke(self, executor: Executor, message: Any, step: int) -> None:
         index = self._count

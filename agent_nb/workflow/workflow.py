@@ -12,13 +12,15 @@ from ..errors import (
     UsageError,
     WorkflowBusyError,
     WorkflowValidationError,
+    bad_argument,
     did_you_mean,
 )
 from ..rendering import Displayable, render
 from ..sync import run_sync
+from .answers import answered_again
 from .edges import Edge, EdgeGroup
 from .executor import Executor
-from .requests import PendingRequest, RequestResponse, answered_again
+from .requests import PendingRequest, RequestResponse
 from .result import RunResult
 from .runner import _Run
 from .stream import WorkflowRunStream
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
     from .checkpoints.storage import CheckpointStorage
 
 __all__ = ["Workflow", "WorkflowRunStream"]
-
 
 
 class Workflow(Displayable):
@@ -71,8 +72,8 @@ class Workflow(Displayable):
         self._pending_kwargs: Mapping[str, dict[str, dict[str, Any]]] = {}
         """The run kwargs of the run that left requests pending: the answers' run gets them too (memory only)."""
         self._request_seq = 0
-        self._waiting_at: str | None = None
-        """The checkpoint the pending requests wait in (``None`` without a checkpoint storage)."""
+        self._waiting_at: tuple[str, CheckpointStorage] | None = None
+        """The checkpoint the pending requests wait in, and its storage (``None`` without one)."""
         self._answered: dict[str, dict[str, str]] = {}
         """Requests answered by this workflow's runs: request id -> when and by whom."""
         self._holder: weakref.ref[Any] | None = None
@@ -146,6 +147,9 @@ class Workflow(Displayable):
         ``checkpoint_storage``, or of the builder's), in this workflow or a freshly built
         one; a storage without a ``checkpoint_id`` just takes checkpoints as the run goes.
         """
+        check_storage(f"workflow {self.name!r}: run()", checkpoint_storage)
+        if state is not None and not isinstance(state, Mapping):
+            raise bad_argument(f"workflow {self.name!r}: run()", "state", state, "give a dict of shared state, or None")
         storage = checkpoint_storage if checkpoint_storage is not None else self.checkpoint_storage
         if checkpoint_id is not None:
             if storage is None:
@@ -170,14 +174,14 @@ class Workflow(Displayable):
             if not start.can_handle(value):
                 error = start.type_error(value)
                 raise InputTypeError(f"start {error}", executor_id=error.executor_id, accepted=error.accepted)
-        checkpointer = self._checkpointer(storage) if storage is not None else None
-        restored = checkpointer.restore(checkpoint_id) if checkpointer and checkpoint_id is not None else None
-        if responses:
-            self._check_responses(responses, restored.pending if restored else self._pending)
         run_kwargs = {
             "client_kwargs": self._per_executor("client_kwargs", client_kwargs),
             "function_invocation_kwargs": self._per_executor("function_invocation_kwargs", function_invocation_kwargs),
         }
+        checkpointer = self._checkpointer(storage) if storage is not None else None
+        restored = checkpointer.restore(checkpoint_id) if checkpointer and checkpoint_id is not None else None
+        if responses:
+            self._check_responses(responses, restored.pending if restored else self._pending)
         if responses and restored is None:  # answering in this process: the asking run's kwargs carry over
             for kind, given in run_kwargs.items():
                 if not given:
@@ -288,8 +292,24 @@ class Workflow(Displayable):
         """
         if request_id in self._answered:
             return self._answered[request_id]
-        look = getattr(self.checkpoint_storage, "answer_to", None)
-        return look(self._waiting_at, request_id) if look is not None and self._waiting_at else None
+        if self._waiting_at is None:
+            return None
+        waiting, storage = self._waiting_at
+        look = getattr(storage, "answer_to", None)
+        return look(waiting, request_id) if look is not None else None
+
+    def release_answer(self, request_id: str) -> None:
+        """Let a request be answered again, on purpose.
+
+        For an answer delivered to a run that then failed, once you know that what it allowed
+        was not done (agent_nb cannot know it: a tool may have run before the failure).
+        """
+        self._answered.pop(request_id, None)
+        if self._waiting_at is not None:
+            waiting, storage = self._waiting_at
+            release = getattr(storage, "release_answer", None)
+            if release is not None:
+                release(waiting, request_id)
 
     def _checkpointer(self, storage: CheckpointStorage) -> Checkpointer:
         from .checkpoints.checkpointer import Checkpointer
@@ -307,7 +327,7 @@ class Workflow(Displayable):
         for request_id, value in responses.items():
             asked = pending.get(request_id)
             earlier = self._answered.get(request_id)
-            if asked is None and earlier is not None:
+            if earlier is not None:
                 raise RequestError(answered_again(self.name, request_id, earlier), answered=earlier)
             if asked is None:
                 waiting = ", ".join(pending) or "none"
@@ -342,6 +362,14 @@ class Workflow(Displayable):
                 reset()
 
     def _per_executor(self, what: str, given: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+        if given is not None and not isinstance(given, Mapping):
+            raise bad_argument(
+                f"workflow {self.name!r}: run()",
+                what,
+                given,
+                "give a dict of executor id to keyword arguments",
+                f"{what}={{'*': {{...}}}} for every agent",
+            )
         if not given:
             return {}
         for key, value in given.items():
@@ -390,6 +418,20 @@ def _unknown(key: str, known: Mapping[str, Any], where: str) -> str:
 def check_limit(max_supersteps: int) -> int:
     """``max_supersteps`` as given, once checked: a whole number of at least 1."""
     if isinstance(max_supersteps, bool) or not isinstance(max_supersteps, int) or max_supersteps < 1:
-        raise ValueError(f"max_supersteps must be a whole number of at least 1, got {max_supersteps!r}")
+        raise bad_argument("the workflow", "max_supersteps", max_supersteps, "give a whole number of at least 1")
     return max_supersteps
 
+
+def check_storage(where: str, storage: Any) -> Any:
+    """``storage`` once it is known to be a checkpoint storage (or ``None``)."""
+    from .checkpoints.storage import CheckpointStorage
+
+    if storage is not None and not isinstance(storage, CheckpointStorage):
+        raise bad_argument(
+            where,
+            "checkpoint_storage",
+            storage,
+            "give a checkpoint storage: InMemoryCheckpointStorage(), FileCheckpointStorage(directory) or "
+            "SQLiteCheckpointStorage(path)",
+        )
+    return storage

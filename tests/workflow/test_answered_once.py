@@ -142,16 +142,39 @@ class Picky(Executor):
         await ctx.yield_output("published" if answer.value else "kept")
 
 
-async def test_a_run_that_fails_gives_its_answer_back(storage: Any) -> None:
+async def test_an_answer_delivered_to_a_run_that_failed_stays_answered_until_given_back(storage: Any) -> None:
     workflow = WorkflowBuilder(start_executor=Picky("picky"), checkpoint_storage=storage()).build()
     waiting = await workflow.run("the draft")
     (asked,) = waiting.pending_requests
-    with pytest.raises(Exception, match="the publisher is down"):
+    with pytest.raises(Exception, match="the publisher is down") as failed:
         await workflow.run(responses={asked.request_id: True})
-    assert workflow.answered(asked.request_id) is None  # not answered: the run that tried failed
+    assert any("stay answered" in note for note in failed.value.__notes__)  # what it allowed may have been done
+    assert workflow.answered(asked.request_id) is not None
+    with pytest.raises(RequestError, match="was answered already"):
+        await workflow.run(responses={asked.request_id: True})
+    workflow.release_answer(asked.request_id)  # on purpose: the publisher never published
     done = await workflow.run(responses={asked.request_id: True})
     assert done.get_outputs() == ["published"]
-    assert workflow.answered(asked.request_id) is not None
+
+
+async def test_a_run_that_fails_before_delivering_its_answers_gives_them_back(storage: Any, tmp_path: Path) -> None:
+    first = WorkflowBuilder(start_executor=Picky("picky"), checkpoint_storage=storage()).build()
+    waiting = await first.run("the draft")
+    (asked,) = waiting.pending_requests
+    changed = WorkflowBuilder(start_executor=Picky("other"), checkpoint_storage=storage()).build()
+    with pytest.raises(Exception, match="graph differs"):  # refused while restoring: nothing was delivered
+        await changed.run(checkpoint_id=waiting.checkpoint_id, responses={asked.request_id: True})
+    assert first.answered(asked.request_id) is None
+
+
+async def test_two_answers_made_before_either_ran_give_one_answer_and_one_clear_refusal() -> None:
+    workflow = WorkflowBuilder(start_executor=Picky("picky")).build()
+    workflow.executors["picky"].failures = 0
+    (asked,) = (await workflow.run("the draft")).pending_requests
+    first, second = workflow.run(responses={asked.request_id: True}), workflow.run(responses={asked.request_id: True})
+    assert (await first).get_outputs() == ["published"]
+    with pytest.raises(RequestError, match="was answered already"):  # not a KeyError
+        await second
 
 
 async def test_without_a_storage_a_second_answer_in_the_same_workflow_is_refused() -> None:

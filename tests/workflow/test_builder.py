@@ -109,7 +109,7 @@ def test_superstep_limit_default_grows_with_the_graph():
 
 
 def test_nodes_must_be_executors_agents_or_ids():
-    with pytest.raises(TypeError, match="must be an Executor, an agent"):
+    with pytest.raises(TypeError, match=r"node=42 \(int\) is not accepted; a node is an Executor, an agent"):
         WorkflowBuilder(start_executor=42)  # type: ignore[arg-type]
 
 

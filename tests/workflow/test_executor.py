@@ -85,8 +85,10 @@ async def test_function_executors():
 
 
 def test_executor_ids_must_be_strings():
-    with pytest.raises(ValueError, match="non-empty string"):
+    with pytest.raises(ValueError, match=r"Router: id='' \(str\) is not accepted; give a non-empty str"):
         Router("")
+    with pytest.raises(TypeError, match=r"id=7 \(int\) is not accepted"):
+        Router(7)  # type: ignore[arg-type]
 
 
 async def test_a_subclass_override_replaces_the_handler():

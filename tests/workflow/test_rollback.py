@@ -154,7 +154,7 @@ async def test_a_store_that_refuses_the_runs_history_fails_the_run_with_its_own_
         await workflow.run("hi")
     message = str(failed.value)
     assert "ran to the end, but its history could not be written" in message
-    assert "No space left on device" in message and "written: nothing" in message
+    assert "No space left on device" in message and "Nothing of it was written" in message
     assert isinstance(failed.value.__cause__, OSError)
     assert a.session.state == {}  # the executors and their sessions are back as before the run
 
@@ -182,3 +182,26 @@ async def test_a_turn_saved_by_a_task_that_outlives_its_run_is_written_not_lost(
     gate.set()
     await task
     assert [m.text for m in await history.load(session)] == ["saved after the run", 'I see 1 message: user "saved after the run"']
+
+
+async def test_a_history_written_in_part_before_a_store_refused_is_said_to_be_written(tmp_path: Path):
+    class Refusing(InMemoryHistoryProvider):
+        async def save(self, session, messages):
+            raise OSError(28, "No space left on device")
+
+    with SQLiteHistoryProvider(tmp_path / "first.sqlite") as first:
+        planner = AgentExecutor(
+            ChatAgent(FunctionChatClient(Switch("planner")), name="planner", history=first), session=AgentSession("p")
+        )
+        writer = AgentExecutor(ChatAgent(FunctionChatClient(Switch("writer")), name="writer", history=Refusing()))
+        workflow = WorkflowBuilder(start_executor=planner).add_edge(planner, writer).build()
+        from agent_nb import RunError
+
+        with pytest.raises(RunError) as failed:
+            await workflow.run("hi")
+        message = str(failed.value)
+        assert "Some of it was written before the failure" in message and "first.sqlite" in message
+        assert "would write those sessions' turns a second time" in message
+        assert "Nothing of this run was kept" not in " ".join([message, *getattr(failed.value, "__notes__", [])])
+        assert len(await first.load(AgentSession("p"))) == 2  # it was written, as said
+

@@ -1,4 +1,5 @@
 import asyncio
+import re
 import subprocess
 import sys
 import textwrap
@@ -172,7 +173,10 @@ async def test_a_fan_in_list_the_target_cannot_take_names_the_fan_in():
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True])
 def test_max_supersteps_must_be_a_positive_whole_number(bad):
-    with pytest.raises(ValueError, match="max_supersteps must be a whole number of at least 1"):
+    shown = re.escape(
+        f"max_supersteps={bad!r} ({type(bad).__name__}) is not accepted; give a whole number of at least 1"
+    )
+    with pytest.raises(ValueError, match=shown):
         WorkflowBuilder(start_executor=Relay("a"), max_supersteps=bad)
     wf = WorkflowBuilder(start_executor=Relay("a")).build()
     with pytest.raises(ValueError, match="max_supersteps"):
@@ -453,3 +457,12 @@ async def test_a_failed_run_keeps_none_of_its_state_updates():
         await workflow.run("boom", state={"a": 1})  # a's update landed after superstep 1; b fails in 2
     assert b.seen[0][1] == {"a": 2}
     assert dict(caught.value.result.state) == {"a": 1}
+
+
+@pytest.mark.parametrize(("argument", "bad"), [("client_kwargs", ["temperature"]), ("state", "k=v")])
+def test_per_run_mappings_that_are_not_mappings_are_refused_before_anything_runs(argument, bad):
+    agent = RecordingAgent("a")
+    wf = WorkflowBuilder(start_executor=agent).build()
+    with pytest.raises(TypeError, match=rf"workflow '[^']*': run\(\): {argument}=.* is not accepted; give a dict"):
+        wf.run("x", **{argument: bad})
+    assert agent.calls == []
