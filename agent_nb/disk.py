@@ -4,15 +4,21 @@ Every store agent_nb writes — histories, checkpoints, cassettes, exports — s
 way: the system's own words with the error's code, then the likely cause (a full disk, a
 read-only file system, a directory this process may not write) and the fix. ``instead``
 names the way out that fits the caller ("give the storage a directory you can write to").
+
+``write_whole`` is how each of them replaces a whole file (a cassette, an export, a compacted
+checkpoint log): a reader sees the old file or the new one, never half of either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import secrets
+import stat
 from pathlib import Path
 
-__all__ = ["os_fix", "os_problem", "os_reason", "place_problem"]
+__all__ = ["os_fix", "os_problem", "os_reason", "place_problem", "write_whole"]
 
 _INSTEAD = "give the storage a directory you can write to"
 
@@ -58,3 +64,41 @@ def place_problem(directory: Path, instead: str = _INSTEAD) -> str | None:
     if existing != directory:
         return f"{directory} does not exist: create it, or {instead}"
     return None
+
+
+def write_whole(path: Path, data: bytes, *, fsync: bool = False) -> None:
+    """Put ``data`` in place of the file ``path``, whole or not at all; an ``OSError`` is the caller's to word.
+
+    The bytes go to a new temporary file beside ``path`` (hidden, named uniquely, so two writers never
+    share one), which is then renamed over it: a reader sees the old file or the new one. The file
+    keeps the permissions of the one it replaces (a new one gets those ``open()`` gives). Whatever
+    fails, the temporary file is removed and ``path`` is left as it was. ``fsync=True`` flushes the
+    file and the rename to the disk as well (survives a power cut).
+    """
+    stem = path.name.encode()[:64].decode("utf-8", "ignore")  # a short name, however long the target's
+    temporary = path.with_name(f".{stem}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                mode = os.stat(path).st_mode
+                if not stat.S_ISDIR(mode):  # a directory: os.replace refuses it below, with its own error
+                    os.chmod(temporary, stat.S_IMODE(mode))
+            view = memoryview(data)
+            while view:  # a short write (a disk filling up): the rest, or the error
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    if fsync and os.name == "posix":  # the rename itself: the directory's entry
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ..dialogue import Dialogue, Exchange
-from ..disk import os_problem
+from ..disk import os_problem, write_whole
 from ..display.graph import workflow_html
 from ..display.html import container, escape
 from ..display.transcript import transcript_html
@@ -259,13 +258,8 @@ _ELSEWHERE = (
 
 def _write_export(target: Path, text: str) -> None:
     """Write an export whole or not at all (a temporary file renamed over it); a failure names the path."""
-    temporary = target.with_name(f".anb-export-{secrets.token_hex(4)}.tmp")
     try:
-        try:
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, target)
-        finally:
-            temporary.unlink(missing_ok=True)
+        write_whole(target, text.encode("utf-8"))
     except OSError as exc:
         why = os_problem(exc, target.parent, _ELSEWHERE)
         raise UsageError(f"Playground: cannot write the export {target}: {why}") from exc

@@ -78,3 +78,32 @@ def test_the_limit_counts_bytes_not_characters() -> None:
 
     name = export_name("é" * 300, ".html", limit=143)  # eCryptfs' limit, say
     assert len(name.encode()) <= 143 and name.endswith(".html") and name.startswith("ééé")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_exporting_again_keeps_the_files_permissions(tmp_path: Path) -> None:
+    import stat
+
+    pg = Playground(ChatAgent(MirrorChatClient(), name="assistant"), export_dir=tmp_path)
+    path = pg.export_json()
+    path.chmod(0o600)  # a private conversation stays private
+    assert pg.export_json() == path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_an_export_that_fails_keeps_the_old_file_and_names_the_path(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    from agent_nb import UsageError
+
+    pg = Playground(ChatAgent(MirrorChatClient(), name="assistant"), export_dir=tmp_path)
+    path = pg.export_html()
+    before = path.read_bytes()
+
+    def full(source, target) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(UsageError, match=r"Playground: cannot write the export .*No space left on device \(ENOSPC\)"):
+        pg.export_html()
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [path.name]

@@ -274,6 +274,48 @@ async def test_an_sqlite_header_that_is_not_text_is_a_checkpoint_error(tmp_path:
                 call()
 
 
+async def test_a_refused_sqlite_write_names_what_it_was_keeps_nothing_and_the_storage_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    checkpoints = await sqlite_written(path)
+    waiting = checkpoints[-1]
+    with other_program(path) as db:  # another program refuses every new row
+        for table in ("answers", "checkpoints"):
+            db.execute(f"CREATE TRIGGER no_{table} BEFORE INSERT ON {table} BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    with contextlib.closing(SQLiteCheckpointStorage(path)) as storage:
+        attempts = [
+            (
+                lambda: storage.claim_answer(waiting.id, "r1", {"by": "me"}),
+                f"the answer to request 'r1' of checkpoint {waiting.id!r}",
+            ),
+            (lambda: storage.save(waiting, [], [("f" * 32, '"new"')]), f"checkpoint {waiting.id!r}"),
+        ]
+        for attempt, what in attempts:
+            with pytest.raises(CheckpointError) as caught:
+                attempt()
+            assert str(caught.value).startswith(f"cannot write {what} to {path} (nothing of it was kept): refused")
+            assert caught.value.checkpoint_id == waiting.id
+        with other_program(path) as db:
+            assert db.execute("SELECT count(*) FROM messages WHERE hash = ?", ("f" * 32,)).fetchone() == (0,)
+            db.execute("DROP TRIGGER no_answers")
+            db.execute("DROP TRIGGER no_checkpoints")
+        assert storage.claim_answer(waiting.id, "r1", {"by": "me"}) is None  # not left inside a transaction
+        storage.save(waiting, [], [("f" * 32, '"new"')])
+        assert storage.load(waiting.id) == waiting
+    for call in (
+        storage.list,
+        storage.latest,
+        lambda: storage.load(waiting.id),
+        lambda: storage.read_chains([]),
+        lambda: storage.delete(waiting.id),
+        lambda: storage.save(waiting, [], []),
+        lambda: storage.claim_answer(waiting.id, "r2", {}),
+        lambda: storage.release_answer(waiting.id, "r1"),
+        lambda: storage.answer_to(waiting.id, "r1"),
+    ):
+        with pytest.raises(CheckpointError, match=r"^SQLiteCheckpointStorage\(.*\) is closed: open a new one$"):
+            call()
+
+
 def test_the_sqlite_storage_is_a_context_manager(tmp_path: Path) -> None:
     with SQLiteCheckpointStorage(tmp_path / "c.db") as storage:
         assert storage.list() == []

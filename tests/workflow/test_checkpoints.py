@@ -329,7 +329,8 @@ async def test_a_damaged_checkpoint_raises_naming_it_and_the_problem(tmp_path: P
 
 async def test_a_cut_off_write_is_reported_never_skipped_and_repair_is_explicit(tmp_path: Path) -> None:
     storage, log, mid = await _logged(tmp_path)
-    newest = storage.list()[-1].id
+    ids = [i.id for i in storage.list()]
+    newest = ids[-1]
     log.write_text(log.read_text()[:-40])  # the last checkpoint's line, cut off
     fresh = FileCheckpointStorage(tmp_path)
     with pytest.raises(CheckpointError, match=r"newest record of .* is incomplete"):
@@ -337,7 +338,8 @@ async def test_a_cut_off_write_is_reported_never_skipped_and_repair_is_explicit(
     with pytest.raises(CheckpointError, match="ends with an incomplete record"):
         await chain(1, storage=fresh)[0].run("more")  # nothing is written after a cut-off record
     assert fresh.repair() > 0 and fresh.repair() == 0
-    assert newest not in [i.id for i in fresh.list()] and fresh.latest().id == storage.list()[-2].id
+    assert newest not in [i.id for i in fresh.list()] and fresh.latest().id == ids[-2]
+    assert [i.id for i in storage.list()] == ids[:-1]  # the first storage reads the log as it is now, too
     assert (await _resume(fresh, mid))[1].calls  # the checkpoints before it were intact
 
 

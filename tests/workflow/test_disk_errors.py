@@ -269,3 +269,102 @@ async def test_a_history_on_a_full_disk_or_a_read_only_place_is_named_and_nothin
         SQLiteHistoryProvider(root / "new.sqlite")
     message = str(refused.value)
     assert str(root / "new.sqlite") in message and "read-only" in message and "a file you can write to" in message
+
+
+# -- a file written whole: a temporary file beside it, renamed over it ------------------------------
+
+
+def test_write_whole_goes_through_a_new_temporary_file_beside_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_nb.disk import write_whole
+
+    target = tmp_path / "out.json"
+    moves: list[tuple[Path, Path]] = []
+    real = os.replace
+
+    def replace(source: Any, destination: Any) -> None:
+        moves.append((Path(source), Path(destination)))
+        real(source, destination)
+
+    monkeypatch.setattr(os, "replace", replace)
+    write_whole(target, b"one")
+    write_whole(target, b"two")
+    assert target.read_bytes() == b"two"
+    assert [t for _, t in moves] == [target, target] and moves[0][0] != moves[1][0]  # a name of its own each time
+    assert all(s.parent == tmp_path and s.name.startswith(".") and s != target for s, _ in moves)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_write_whole_keeps_the_permissions_of_the_file_it_replaces(tmp_path: Path) -> None:
+    import stat
+
+    from agent_nb.disk import write_whole
+
+    kept = tmp_path / "private.json"
+    kept.write_bytes(b"old")
+    kept.chmod(0o600)
+    write_whole(kept, b"new")
+    assert kept.read_bytes() == b"new" and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    umask = os.umask(0o022)
+    os.umask(umask)
+    write_whole(tmp_path / "new.json", b"{}")  # a new file: as open() would make it
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o666 & ~umask
+
+
+def test_write_whole_that_fails_raises_the_oserror_and_leaves_the_old_file_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from agent_nb.disk import write_whole
+
+    target = tmp_path / "out.json"
+    target.write_bytes(b"old")
+
+    def full(source: Any, destination: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OSError) as caught:
+        write_whole(target, b"new")
+    assert caught.value.errno == errno.ENOSPC
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    monkeypatch.undo()
+    with pytest.raises(IsADirectoryError):
+        write_whole(tmp_path, b"new")  # a directory is not replaced by a file
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_write_whole_writes_a_name_as_long_as_the_file_system_allows(tmp_path: Path) -> None:
+    from agent_nb.disk import write_whole
+
+    try:
+        limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):
+        limit = 255
+    target = tmp_path / ("x" * (limit - len(".json")) + ".json")
+    write_whole(target, b"{}")  # its temporary file's name fits too
+    assert target.read_bytes() == b"{}" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+async def test_compact_and_repair_keep_the_logs_permissions_and_leave_no_temporary_file(tmp_path: Path) -> None:
+    import stat
+
+    storage = FileCheckpointStorage(tmp_path)
+    await chain(2, storage)[0].run("hello")
+    ids = [i.id for i in storage.list()]
+    log = tmp_path / storage.LOG
+    log.chmod(0o600)
+    assert storage.delete(ids[0])
+    storage.compact()
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert [i.id for i in FileCheckpointStorage(tmp_path).list()] == ids[1:]
+    lines = log.read_text().split("\n")
+    lines[-2] = lines[-2].replace('"superstep":', '"superstep":1')  # damage the newest checkpoint
+    log.write_text("\n".join(lines))
+    assert storage.repair() > 0
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([storage.LOG, storage.DAMAGED])

@@ -82,19 +82,37 @@ class SQLiteCheckpointStorage:
         place = place or "is it an SQLite file? Give the storage another path, or repair the file"
         return f"{text}. {place[:1].upper()}{place[1:]}"
 
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
+    def _open(self) -> sqlite3.Connection:
+        """The connection; a closed storage raises ``CheckpointError``."""
         if self._db is None:
             raise CheckpointError(f"SQLiteCheckpointStorage({str(self.path)!r}) is closed: open a new one")
+        return self._db
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        db = self._open()
         try:
-            yield self._db
+            yield db
         except sqlite3.Error as exc:
             raise CheckpointError(f"cannot read the checkpoint database {self.path}: {self._why(exc)}") from exc
+
+    @contextlib.contextmanager
+    def _writing(self, what: str, checkpoint_id: str) -> Iterator[sqlite3.Connection]:
+        """One transaction (``agent_nb.sqlite.transaction``): written whole, or nothing of it is kept."""
+        db = self._open()
+        try:
+            with transaction(db):
+                yield db
+        except sqlite3.Error as exc:
+            raise CheckpointError(
+                f"cannot write {what} to {self.path} (nothing of it was kept): {self._why(exc)}",
+                checkpoint_id=checkpoint_id,
+            ) from exc
 
     def claim_answer(self, waiting: str, request_id: str, record: Mapping[str, str]) -> Mapping[str, str] | None:
         """One transaction: another process that claims the same request at the same time gets this one's record."""
         text = json.dumps(dict(record), sort_keys=True)
-        with self._writing(f"the answer to request {request_id!r}") as db:
+        with self._writing(f"the answer to request {request_id!r} of checkpoint {waiting!r}", waiting) as db:
             db.execute("INSERT OR IGNORE INTO answers VALUES (?, ?, ?)", (waiting, request_id, text))
             (stored,) = db.execute(
                 "SELECT record FROM answers WHERE waiting = ? AND request = ?", (waiting, request_id)
@@ -102,7 +120,7 @@ class SQLiteCheckpointStorage:
         return None if stored == text else _answer(stored)
 
     def release_answer(self, waiting: str, request_id: str) -> None:
-        with self._writing(f"the release of request {request_id!r}") as db:
+        with self._writing(f"the release of request {request_id!r} of checkpoint {waiting!r}", waiting) as db:
             db.execute("DELETE FROM answers WHERE waiting = ? AND request = ?", (waiting, request_id))
 
     def answer_to(self, waiting: str, request_id: str) -> Mapping[str, str] | None:
@@ -112,37 +130,16 @@ class SQLiteCheckpointStorage:
             ).fetchone()
         return None if row is None else _answer(row[0])
 
-    @contextlib.contextmanager
-    def _writing(self, what: str) -> Iterator[sqlite3.Connection]:
-        if self._db is None:
-            raise CheckpointError(f"SQLiteCheckpointStorage({str(self.path)!r}) is closed: open a new one")
-        try:
-            with transaction(self._db) as db:
-                yield db
-        except sqlite3.Error as exc:
-            raise CheckpointError(f"cannot write {what} to {self.path}: {self._why(exc)}") from exc
-
     def save(self, checkpoint: Checkpoint, links: Sequence[Link], messages: Sequence[StoredMessage]) -> None:
         check_id(checkpoint.id)
         header, body, _ = seal(checkpoint)
-        if self._db is None:
-            raise CheckpointError(f"SQLiteCheckpointStorage({str(self.path)!r}) is closed: open a new one")
-        try:
-            with transaction(self._db) as db:
-                db.executemany("INSERT OR IGNORE INTO messages VALUES (?, ?)", messages)
-                db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
-                db.execute(
-                    "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?)",
-                    (checkpoint.id, checkpoint.workflow, header, body),
-                )
-        except sqlite3.Error as exc:
-            if self._db.in_transaction:  # a COMMIT that failed may leave it open: end it, keep nothing
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
-            raise CheckpointError(
-                f"cannot write checkpoint {checkpoint.id!r} to {self.path} (nothing of it was kept): {self._why(exc)}",
-                checkpoint_id=checkpoint.id,
-            ) from exc
+        with self._writing(f"checkpoint {checkpoint.id!r}", checkpoint.id) as db:
+            db.executemany("INSERT OR IGNORE INTO messages VALUES (?, ?)", messages)
+            db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
+            db.execute(
+                "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?)",
+                (checkpoint.id, checkpoint.workflow, header, body),
+            )
 
     def _remedy(self, checkpoint_id: str) -> str:
         return f"storage.delete({checkpoint_id!r}) removes it; the other checkpoints are not affected"
