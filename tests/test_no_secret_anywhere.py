@@ -1,19 +1,23 @@
 """No secret anywhere: every place a user can put one, a server that echoes them all, every byte and string checked.
 
 Distinct fake secrets go where users put them: ``api_key=``, ``OPENAI_API_KEY``, ``default_headers``,
-a request's ``extra_headers``, client and agent options (``extra_body``), and a workflow run's
-``client_kwargs``. A routed two-agent workflow (one route recorded to a cassette) runs against the
-SDK's mock transport, whose "server" writes every header and the whole request body back into each
-answer, each error and each page it returns, and cuts streamed answers into small pieces (a secret
-is split across chunks). The runs use a checkpoint storage on disk and a SQLite history; one run
-streams, one call fails with a 400, a streamed one gets a login page, and a replay gets a request
-it does not hold. Then every byte under the test's folder is read, and every string a user is shown:
-results (``repr``, ``str``, the run view's HTML), traces (text and ``to_dict()`` JSON), events,
-clients, every error's formatted traceback (notes and chained exceptions included), and the logs.
+a request's ``extra_headers``, client and agent options (``extra_body``), a workflow run's
+``client_kwargs``, and the credentials of a base URL (``http://user:password@host``, which the HTTP
+library sends as ``Authorization: Basic base64(user:password)``). A routed two-agent workflow (two
+routes recorded to cassettes) runs against the SDK's mock transport, whose "server" writes the URL,
+every header and the whole request body back into each answer, each error and each page it
+returns, and cuts streamed answers into small pieces (a secret is split across chunks). The runs
+use a checkpoint storage on disk and a SQLite history; one run streams, one call fails with a 400,
+a streamed one gets a login page, two (one streamed) go through a proxy whose URL holds a login,
+and a replay gets a request it does not hold. Then every byte under the test's folder is read,
+and every string a user is shown: results (``repr``, ``str``, the run view's HTML), traces (text
+and ``to_dict()`` JSON), events, clients, every error's formatted traceback (notes and chained
+exceptions included), and the logs.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import traceback
@@ -52,14 +56,17 @@ SECRETS = {
     "agent option": "nsa-agentopt-8d6b4f2a0e8c6a4f2d0b",
     "agent bearer header": "nsa-bearer-3f5h7j9l1n3p5r7t9v1x",
     "run client_kwargs": "nsa-runkw-6a8c0e2g4i6k8m0o2q4s",
+    "base URL password": "nsa-urlpw-4c6e8a0b2d4f6h8j0l2n",
 }
+SECRETS["base URL credentials (Basic)"] = base64.b64encode(f"nsa-user:{SECRETS['base URL password']}".encode()).decode()
 URL = "http://model.test/v1"
+PROXIED_URL = f"http://nsa-user:{SECRETS['base URL password']}@model.test/v1"  # a proxy that wants a login
 
 
 def echo(request: httpx.Request) -> str:
-    """Every header and the whole body of a request, as a careless server prints them."""
+    """The URL, every header and the whole body of a request, as a careless server prints them."""
     headers = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
-    return f"[headers {headers}] [body {request.content.decode()}]"
+    return f"[url {request.url}] [headers {headers}] [body {request.content.decode()}]"
 
 
 def chat_answer(text: str) -> dict[str, Any]:
@@ -174,13 +181,18 @@ async def test_no_secret_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     responses = OpenAIResponsesClient(
         "gemma-test", base_url=URL, default_headers={"X-Auth-Token": SECRETS["default header (responses)"]}
     )  # its key: OPENAI_API_KEY
+    proxied = OpenAIChatClient("gemma-test", base_url=PROXIED_URL)  # its key: the URL's credentials
     cassette = tmp_path / "cassettes" / "chat.json"
     recorder = RecordingChatClient(chat, cassette)
+    proxy_recorder = RecordingChatClient(proxied, tmp_path / "cassettes" / "proxied.json")
 
     def pick(messages: Any, options: Any, session: Any) -> str:
+        if any("PROXY" in m.text for m in messages):
+            return "proxied"
         return "responses" if any(m.role == "system" and "sentence" in m.text for m in messages) else "chat"
 
-    router = RoutingChatClient({"chat": recorder, "responses": responses}, select=pick)
+    routes = {"chat": recorder, "responses": responses, "proxied": proxy_recorder}
+    router = RoutingChatClient(routes, select=pick)
     history = SQLiteHistoryProvider(tmp_path / "history.sqlite")
     planner = ChatAgent(
         router,
@@ -229,6 +241,18 @@ async def test_no_secret_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     shown["a streamed call answered with a page"] = everything_shown(paged.value)
     assert "a web page, not the API" in shown["a streamed call answered with a page"]
 
+    for stream_it in (False, True):  # through the proxy, whose URL holds a login (the route from now on)
+        run = workflow.run("PROXY: a cloudy Tuesday", stream=stream_it, checkpoint_storage=storage)
+        if stream_it:
+            seen = [event async for event in run]
+            shown["the proxied streamed run's events"] = "\n".join(repr(e) for e in seen)
+            run = run.result
+        else:
+            run = await run
+        assert "authorization: ***" in "".join(o.text for o in run.get_outputs())  # the login went, came back masked
+        for i, text in enumerate(shown_of(run)):
+            shown[f"the proxied run's result ({stream_it}, {i})"] = text
+
     replay = ChatAgent(
         ReplayChatClient(cassette), name="planner", instructions="List three things to do.", options=planner.options
     )
@@ -239,14 +263,15 @@ async def test_no_secret_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
     await chat.aclose()
     await responses.aclose()
+    await proxied.aclose()
     history.close()
-    for name, value in {"chat": chat, "responses": responses, "recorder": recorder, "router": router,
+    for name, value in {"chat": chat, "responses": responses, "proxied": proxied, "recorder": recorder, "router": router,
                         "planner": planner, "writer": writer, "workflow": workflow}.items():  # fmt: skip
         shown[f"repr of the {name}"] = repr(value)
     shown["the logs"] = caplog.text + "\n".join(r.getMessage() for r in caplog.records)
 
     written = {str(p.relative_to(tmp_path)): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
     assert any(name.startswith("checkpoints") for name in written), written.keys()
-    assert "history.sqlite" in written and "cassettes/chat.json" in written
+    assert "history.sqlite" in written and "cassettes/chat.json" in written and "cassettes/proxied.json" in written
     found = leaks({**written, **shown})
     assert not found, "secrets found:\n" + "\n".join(found)

@@ -16,8 +16,12 @@ run through the replay module::
 
 **Written whole, without secrets.** Every write goes to a temporary file beside the cassette that
 then replaces it, and is redacted of every known secret (``OPENAI_API_KEY``, and those given),
-answers included. ``_redact`` is how the clients redact a request (what sits under a key that
-names a key, token, secret, password or authorisation, and every ``Bearer`` token).
+answers included. The redaction is ``agent_nb.clients.redaction``'s, the one every client uses:
+a request is written through ``redact_tree`` (what sits under a key that names a key, token,
+secret, password or authorisation is masked, and every known secret and every ``Bearer`` or
+``Basic`` credential), an answer through ``scrub_tree``. ``Sealer`` redacts and seals each
+interaction once: a recording keeps the sealed form of those already written, so each write
+only adds the new one (``RecordingChatClient``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,16 +38,14 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from ..disk import os_problem
+from ..disk import os_problem, write_whole
 from ..errors import AgentNbError, CassetteError
 from ..messages import ChatResponse, ChatResponseUpdate, Message
-from .redaction import SECRET_KEY, scrub_tree
+from .redaction import Scrubber, redact_tree, scrub_tree
 
 FORMAT = 2
 """Format 2: every interaction sealed with ``sha256``. Format 1 (no seals) is read only by ``seal``."""
 REDACTED = "<redacted>"
-_SECRET_KEY = SECRET_KEY
-_BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+")
 RECORD_VARIABLE = "AGENT_NB_RECORD"
 _SEAL = "sha256"
 _ANSWERS = ("response", "chunks")
@@ -65,20 +66,6 @@ def request_of(
         "messages": [m.model_dump(mode="json", exclude_none=True) for m in messages],
         "options": opts,
     }
-
-
-def _redact(value: Any) -> Any:
-    """A request with what sits under a secret-naming key, and every ``Bearer`` token, redacted."""
-    if isinstance(value, dict):
-        return {
-            k: REDACTED if _SECRET_KEY.search(str(k)) and not isinstance(v, dict) else _redact(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_redact(v) for v in value]
-    if isinstance(value, str):
-        return _BEARER.sub(f"Bearer {REDACTED}", value)
-    return value
 
 
 def _environment_secrets() -> list[str]:
@@ -205,20 +192,13 @@ class _Cassette:
 
     def write_bytes(self, data: bytes | None) -> None:
         """Replace the file by ``data`` (``None``: remove it), through a temporary file beside it."""
-        temporary = None
         try:
             if data is None:
                 self.path.unlink(missing_ok=True)
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.temporary()
-            temporary.write_bytes(data)
-            mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o644  # not mkstemp's 0o600
-            temporary.chmod(mode)
-            os.replace(temporary, self.path)
+            write_whole(self.path, data)
         except OSError as exc:
-            if temporary is not None:
-                temporary.unlink(missing_ok=True)
             raise CassetteError(
                 f"cannot write the cassette {self.path} ({type(exc).__name__}: {exc.strerror or exc}); "
                 "make its folder writable, or record to another path"
@@ -226,18 +206,53 @@ class _Cassette:
 
     def write(self, interactions: list[dict[str, Any]], secrets: Iterable[str] = ()) -> None:
         """Write ``interactions``, each redacted of ``secrets`` and sealed."""
-        known = [*secrets, *_environment_secrets()]
-        sealed = []
-        for interaction in interactions:
-            clean = {
-                k: scrub_tree(v, known, mask=REDACTED, answer=k in _ANSWERS)  # answers: a model's own words
-                for k, v in interaction.items()
-                if k != _SEAL
-            }
-            clean[_SEAL] = seal_of(clean)
-            sealed.append(clean)
-        text = json.dumps({"format": FORMAT, "interactions": sealed}, indent=1, ensure_ascii=False)
-        self.write_bytes((text + "\n").encode("utf-8"))
+        sealer = Sealer(secrets)
+        self.write_sealed([sealer.seal(interaction) for interaction in interactions])
+
+    def write_sealed(self, pieces: Sequence[str]) -> None:
+        """Write interactions already redacted, sealed and serialised (``Sealer.seal``), whole."""
+        self.write_bytes(document(pieces).encode("utf-8"))
+
+
+class Sealer:
+    """Redacts interactions of every known secret and seals them, with one compiled scrubber.
+
+    ``seal`` gives an interaction as the cassette holds it: its JSON text, at the indentation of
+    the file (``document`` joins them). ``secrets`` are those given and ``OPENAI_API_KEY``.
+    """
+
+    def __init__(self, secrets: Iterable[str] | Scrubber = ()) -> None:
+        self.scrubber = Scrubber.of(secrets).adding(_environment_secrets())
+
+    def clean(self, interaction: Mapping[str, Any]) -> dict[str, Any]:
+        """The interaction redacted (its request by ``redact_tree``, its answer by ``scrub_tree``) and sealed."""
+        clean = {
+            k: scrub_tree(v, self.scrubber, mask=REDACTED, answer=True)  # answers: a model's own words
+            if k in _ANSWERS
+            else redact_tree(v, self.scrubber, mask=REDACTED)
+            for k, v in interaction.items()
+            if k != _SEAL
+        }
+        clean[_SEAL] = seal_of(clean)
+        return clean
+
+    def seal(self, interaction: Mapping[str, Any]) -> str:
+        """The interaction redacted and sealed, as the text the cassette holds."""
+        return serialised(self.clean(interaction))
+
+
+def serialised(sealed: Mapping[str, Any]) -> str:
+    """One sealed interaction as it reads in the cassette file (indented as an item of its list)."""
+    text = json.dumps(sealed, indent=1, ensure_ascii=False)
+    return "\n".join("  " + line for line in text.split("\n"))  # JSON text has no raw newline in a string
+
+
+def document(pieces: Sequence[str]) -> str:
+    """The cassette file made of serialised interactions: what ``json.dumps`` (``indent=1``) writes."""
+    if not pieces:
+        return json.dumps({"format": FORMAT, "interactions": []}, indent=1) + "\n"
+    items = ",\n".join(pieces)
+    return f'{{\n "format": {FORMAT},\n "interactions": [\n{items}\n ]\n}}\n'
 
 
 def _problem(interaction: Any, *, sealed: bool) -> str | None:

@@ -51,16 +51,17 @@ from .cassettes import (
     FORMAT,
     RECORD_VARIABLE,
     REDACTED,
+    Sealer,
     _Cassette,
     _environment_secrets,
-    _redact,
     check,
     main,
     request_of,
     seal,
+    serialised,
 )
 from .cassettes import seal_of as seal_of
-from .redaction import TextScrubber, scrub, scrub_tree, secrets_in
+from .redaction import Scrubber, TextScrubber, redact_tree, scrub_tree, secrets_in
 
 if TYPE_CHECKING:
     from ..sessions import AgentSession
@@ -112,7 +113,9 @@ class RecordingChatClient:
     """Calls ``inner`` and writes each request and its answer to the cassette at ``path``.
 
     Nothing is written until the first answer; then the cassette holds every answer so far (a
-    notebook stopped between two calls keeps what it recorded). A call that fails puts the
+    notebook stopped between two calls keeps what it recorded). Each interaction is redacted and
+    sealed once: the file is still written whole each time, from the sealed forms kept (one sealed
+    earlier is redone only if a later request's secret appears in it). A call that fails puts the
     cassette back as it was before this recorder was made, and ends the recording. The answers
     handed back are those written, redacted of ``secrets`` and of every secret the inner client
     and the request's options hold.
@@ -123,6 +126,10 @@ class RecordingChatClient:
         self._cassette = _Cassette(path)
         self._secrets = list(secrets)
         self.interactions: list[dict[str, Any]] = []
+        self._sealed: list[tuple[dict[str, Any], str]] = []
+        """Each interaction written, sealed, and as the cassette's text holds it."""
+        self._sealed_of: set[str] = set()
+        """The secrets every sealed interaction is redacted of."""
         self._cassette.check_writable()
         self._before = self._cassette.snapshot()
         self._written = False
@@ -136,11 +143,12 @@ class RecordingChatClient:
     def capabilities(self) -> Capabilities:
         return capabilities_of(self.inner)
 
-    def _known_secrets(self, options: Mapping[str, Any] | None = None) -> list[str]:
+    def _known_secrets(self, options: Mapping[str, Any] | None = None) -> Scrubber:
+        """The secrets of a request (those given, the environment's, the inner client's, its options'), compiled."""
         found = [*self._secrets, *_environment_secrets(), *_own_secrets(self.inner)]
         if options:
             found += secrets_in(options)
-        return found
+        return Scrubber.of(found)
 
     def _refuse_after_failure(self) -> None:
         if self._failed is not None:
@@ -166,17 +174,31 @@ class RecordingChatClient:
                 f"{self._cassette.path} is {restored} ({was})"
             )
 
-    def _keep(self, request: dict[str, Any], answer: dict[str, Any], secrets: list[str]) -> None:
-        """Add an interaction, redacted of its own request's secrets too (a later write does not know them)."""
-        kept = {"request": scrub_tree(_redact(request), secrets, mask=REDACTED)}
-        kept.update({k: scrub_tree(v, secrets, mask=REDACTED, answer=True) for k, v in answer.items()})
-        self.interactions.append(kept)
+    def _keep(self, request: dict[str, Any], answer: dict[str, Any], secrets: Scrubber) -> None:
+        """Add an interaction, redacted of its own request's secrets too, and write the cassette whole.
+
+        The interactions written before keep their sealed form; one of them is redacted and sealed
+        again only when a secret of this request, unknown when it was sealed, appears in it.
+        """
+        sealer = Sealer(secrets)
+        clean = sealer.clean({"request": request, **answer})
+        new = [s for s in sealer.scrubber if s not in self._sealed_of]
+        if new and self._sealed:
+            fresh = Scrubber(new)
+            for i, (done, text) in enumerate(self._sealed):
+                if fresh.finds(text):
+                    again = sealer.clean(done)
+                    self._sealed[i] = (again, serialised(again))
+        self.interactions.append({k: v for k, v in clean.items() if k != "sha256"})
+        self._sealed.append((clean, serialised(clean)))
         try:
-            self._cassette.write(self.interactions, secrets)
+            self._cassette.write_sealed([text for _, text in self._sealed])
         except CassetteError as exc:
             self.interactions.pop()
+            self._sealed.pop()
             self._fail(exc)
             raise
+        self._sealed_of.update(sealer.scrubber)
         self._written = True
 
     async def get_response(
@@ -240,7 +262,7 @@ class RecordingChatClient:
         chunks: list[dict[str, Any]],
         last: dict[str, Any],
         text: TextScrubber,
-        secrets: list[str],
+        secrets: Scrubber,
     ) -> ChatResponseUpdate | None:
         """Record a stream; the text held back at its end (it might have been a secret) as a last chunk."""
         held = text.flush()
@@ -258,7 +280,7 @@ class RecordingChatClient:
         return f"RecordingChatClient({self.inner!r}, {str(self._cassette.path)!r})"
 
 
-def _scrub_chunk(chunk: dict[str, Any], secrets: list[str], text: TextScrubber) -> dict[str, Any]:
+def _scrub_chunk(chunk: dict[str, Any], secrets: Scrubber, text: TextScrubber) -> dict[str, Any]:
     """A streamed chunk redacted: its texts through ``text`` (a secret may span chunks), the rest whole."""
     contents = []
     for content in chunk.get("contents", ()):
@@ -309,10 +331,10 @@ class ReplayChatClient:
         recorded = self.interactions[self.used]
         if self.model is None:
             request["model"] = recorded["request"].get("model")
-        known = [*self._secrets, *_environment_secrets(), *(secrets_in(options) if options else ())]
-        actual = scrub_tree(_redact(request), known, mask=REDACTED)
+        known = Scrubber.of([*self._secrets, *_environment_secrets(), *(secrets_in(options) if options else ())])
+        actual = redact_tree(request, known, mask=REDACTED)
         if not _matches(recorded["request"], actual):
-            diff = scrub(_diff(recorded["request"], actual), known, mask=REDACTED)
+            diff = known.scrub(_diff(recorded["request"], actual), mask=REDACTED)
             raise CassetteError(
                 f"request {self.used + 1} differs from the one recorded in {self._cassette.path}:\n{diff}\n"
                 f"The code (or the model's earlier answers) changed: record again with {RECORD_VARIABLE}=1"

@@ -135,7 +135,8 @@ async def test_a_write_that_fails_is_an_agent_nb_error_and_keeps_the_cassette(tm
 def test_a_destination_that_cannot_be_written_is_refused_before_any_call(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a folder")
     with pytest.raises(
-        CassetteError, match=r"cannot record the cassette .*a-file/c\.json: .*a-file is not a directory: record to a path"
+        CassetteError,
+        match=r"cannot record the cassette .*a-file/c\.json: .*a-file is not a directory: record to a path",
     ):
         RecordingChatClient(ScriptedChatClient([]), tmp_path / "a-file" / "c.json")
     (tmp_path / "folder.json").mkdir()

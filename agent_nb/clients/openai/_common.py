@@ -31,7 +31,15 @@ from ...errors import (
     did_you_mean,
 )
 from ..base import Capabilities
-from ..redaction import safe_url, scrub, scrub_tree, secrets_in
+from ..redaction import (
+    Scrubber,
+    option_secrets,
+    safe_url,
+    scrub_tree,
+    secrets_in,
+    url_secrets,
+    without_credentials,
+)
 from ._answers import _MISSING, _SHOWN, _looks_like_html, as_json, kind_of, plain
 from ._streams import _END, _close_stream, _Reader
 
@@ -102,6 +110,8 @@ class OpenAIClientBase:
         self._owns_client = client is None
         self._api_key = api_key
         self._default_headers = dict(default_headers or {})
+        self._own: tuple[tuple[Any, ...], Scrubber] | None = None
+        """The client's own secrets, compiled, and what they were computed from (``_own_scrubber``)."""
 
     known_options = SHARED_OPTIONS | CHAT_ONLY | RESPONSES_ONLY
 
@@ -124,12 +134,18 @@ class OpenAIClientBase:
         if self._client is None:
             openai = sdk_module()
             kwargs: dict[str, Any] = {"api_key": self._key(), "max_retries": self._max_retries}
+            headers = dict(self._default_headers)
             if self.base_url:
-                kwargs["base_url"] = self.base_url
+                # The credentials of the URL go as the header the HTTP library would make of them
+                # (it sends them instead of any other), never in the URL it logs and shows.
+                kwargs["base_url"], basic = without_credentials(self.base_url)
+                if basic is not None:
+                    headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                    headers["Authorization"] = f"Basic {basic}"
             if self._timeout is not None:
                 kwargs["timeout"] = self._timeout
-            if self._default_headers:
-                kwargs["default_headers"] = dict(self._default_headers)
+            if headers:
+                kwargs["default_headers"] = headers
             self._client = openai.AsyncOpenAI(**kwargs)
         return self._client
 
@@ -161,31 +177,65 @@ class OpenAIClientBase:
 
     # -- secrets ----------------------------------------------------------------------
 
-    def _secrets(self, options: Mapping[str, Any] | None = None) -> list[str]:
-        """Every secret this client holds: its key, the environment's, and those of its headers and options.
+    def _own_scrubber(self) -> Scrubber:
+        """The client's own secrets, compiled: computed once, again only when what they come from changes.
 
-        ``options`` adds a request's own (its ``extra_headers``, say). Recording clients ask for
-        them too (``RecordingChatClient``), so that a cassette holds none.
+        Its key, the environment's, the credentials of its base URL, the secrets of its headers and
+        default options, and those the SDK client holds (its key, headers, query and base URL).
+        They are computed again when the SDK client is made or replaced, or the key, the
+        environment's key or the base URL change; never from a request's messages.
         """
-        found: list[str | None] = [self._api_key, os.environ.get("OPENAI_API_KEY")]
-        found += secrets_in(self._default_headers) | secrets_in(self.defaults)
         client = self._client
+        stamp = (
+            client,
+            getattr(client, "api_key", None) if client is not None else None,
+            os.environ.get("OPENAI_API_KEY"),
+            self._api_key,
+            self.base_url,
+        )
+        own = self._own
+        if own is not None and own[0] == stamp:
+            return own[1]
+        found: list[str | None] = [self._api_key, os.environ.get("OPENAI_API_KEY")]
+        found += url_secrets(self.base_url) | secrets_in(self._default_headers) | option_secrets(self.defaults)
         if client is not None:
             found.append(getattr(client, "api_key", None))
-            for name in ("default_headers", "default_query"):
+            for name in ("default_headers", "default_query", "base_url"):
                 try:
                     value = getattr(client, name, None)
                 except Exception:  # a client that cannot say has nothing to add
                     value = None
                 if isinstance(value, Mapping):
                     found += secrets_in({k: v for k, v in value.items() if isinstance(v, str)})
-        if options:
-            found += secrets_in(options)
-        return [s for s in dict.fromkeys(found) if s and not s.endswith(_LOCAL_KEY)]
+                elif name == "base_url" and value is not None:
+                    found += url_secrets(value)
+        scrubber = Scrubber(s for s in dict.fromkeys(found) if s and not s.endswith(_LOCAL_KEY))
+        self._own = (stamp, scrubber)
+        return scrubber
+
+    def _scrubber(self, options: Mapping[str, Any] | None = None) -> Scrubber:
+        """The secrets of a request, compiled once for all its pieces: the client's, and its options' own.
+
+        ``options`` (a request's options or its payload) adds only the secrets of its
+        ``extra_headers``, ``extra_body``, ``extra_query`` and secret-named options
+        (``option_secrets``), never its messages nor its ``input``.
+        """
+        own = self._own_scrubber()
+        if not options:
+            return own
+        return own.adding(s for s in option_secrets(options) if not s.endswith(_LOCAL_KEY))
+
+    def _secrets(self, options: Mapping[str, Any] | None = None) -> list[str]:
+        """Every secret this client holds: its key, the environment's, and those of its URL, headers and options.
+
+        ``options`` adds a request's own (its ``extra_headers``, say; ``_scrubber``). Recording
+        clients ask for them too (``RecordingChatClient``), so that a cassette holds none.
+        """
+        return list(self._scrubber(options).secrets)
 
     def scrub(self, text: str, options: Mapping[str, Any] | None = None) -> str:
         """Whatever a server echoes back, no secret of this client (or of ``options``) reaches a message."""
-        return scrub(text, self._secrets(options))
+        return self._scrubber(options).scrub(text)
 
     def _base(self) -> str:
         """The base URL requests go to, fit to show."""
@@ -297,7 +347,7 @@ class OpenAIClientBase:
                 raise self.bad_answer(problem, text, options, stream=False)
         if not isinstance(data, dict):
             raise self.bad_answer(f"the body is {kind_of(data)}, not a JSON object", data, options, stream=False)
-        return dict(scrub_tree(data, self._secrets(options), answer=True))
+        return dict(scrub_tree(data, self._scrubber(options), answer=True))
 
     def bad_answer(
         self,

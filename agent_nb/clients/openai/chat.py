@@ -17,7 +17,7 @@ from ...messages import (
     Usage,
 )
 from ..base import HistoryMode
-from ..redaction import TextScrubber, scrub
+from ..redaction import TextScrubber
 from ._answers import Malformed, an_object, get
 from ._common import RESPONSES_ONLY, OpenAIClientBase
 from ._contents import arguments_json, parse_arguments, result_text, tool_schemas, user_parts
@@ -88,7 +88,7 @@ class OpenAIChatClient(OpenAIClientBase):
         payload = self.request(messages, options)
         payload["stream"] = True
         payload["stream_options"] = {"include_usage": True}
-        secrets = self._secrets(payload)
+        secrets = self._scrubber(payload)  # compiled once, for every chunk of this answer
         text = TextScrubber(secrets)
         calls: dict[int, dict[str, str]] = {}
         usage: Usage | None = None
@@ -106,8 +106,8 @@ class OpenAIChatClient(OpenAIClientBase):
                     problem = f"event {seen} of the stream is not a chat completion chunk: {why.describe()}"
                 if problem is not None:
                     raise self.bad_answer(problem, chunk, payload, stream=True)
-                response_id = scrub(piece.id, secrets, answer=True) if piece.id else response_id
-                model = scrub(piece.model, secrets, answer=True) if piece.model else model
+                response_id = secrets.scrub(piece.id, answer=True) if piece.id else response_id
+                model = secrets.scrub(piece.model, answer=True) if piece.model else model
                 usage = piece.usage or usage
                 finish = piece.finish or finish
                 for index, call_id, name, arguments in piece.calls:
@@ -131,9 +131,9 @@ class OpenAIChatClient(OpenAIClientBase):
         contents: list[Any] = [rest] if rest else []
         contents += [
             FunctionCallContent(
-                call_id=scrub(c["id"], secrets, answer=True),
-                name=scrub(c["name"], secrets, answer=True),
-                arguments=parse_arguments(scrub(c["arguments"], secrets, answer=True)),
+                call_id=secrets.scrub(c["id"], answer=True),
+                name=secrets.scrub(c["name"], answer=True),
+                arguments=parse_arguments(secrets.scrub(c["arguments"], answer=True)),
             )
             for _, c in sorted(calls.items())
         ]

@@ -147,7 +147,7 @@ class OpenAIResponsesClient(OpenAIClientBase):
     ) -> AsyncIterator[ChatResponseUpdate]:
         payload = self.request(messages, options, previous=self._previous(session))
         payload["stream"] = True
-        secrets = self._secrets(payload)
+        secrets = self._scrubber(payload)  # compiled once, for every event of this answer
         text = TextScrubber(secrets)
         calls: list[Any] = []
         final: tuple[str | None, str | None, Usage | None, dict[str, Any]] | None = None
