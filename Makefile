@@ -29,6 +29,7 @@ demo: $(VENV)/.installed
 # lint-imports checks the layer contract of pyproject.toml (docs/ARCHITECTURE.md draws it).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check agent_nb tests bench notebooks/cassettes
+	$(BIN)/ruff format --check --quiet agent_nb tests bench notebooks/cassettes
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo --no-cache
 

@@ -126,7 +126,9 @@ async def test_nothing_to_answer_names_the_filter_that_dropped_everything() -> N
     planner = AgentExecutor(ChatAgent(mirror, name="planner"))
     writer = AgentExecutor(ChatAgent(mirror, name="writer"), context_filter=only_tools)
     workflow = WorkflowBuilder(start_executor=planner).add_edge(planner, writer).build()
-    with pytest.raises(StepFailed, match=r"its context_filter 'only_tools' dropped all 2 messages that came from 'planner'"):
+    with pytest.raises(
+        StepFailed, match=r"its context_filter 'only_tools' dropped all 2 messages that came from 'planner'"
+    ):
         await workflow.run("hi")
 
 
@@ -164,6 +166,8 @@ def test_a_switcher_set_to_a_value_it_does_not_offer_names_the_choices() -> None
     from agent_nb.widgets import ContextModeSwitcher
 
     switcher = ContextModeSwitcher(AgentExecutor(ChatAgent(mirror, name="a")))
-    with pytest.raises(ArgumentError, match=r"ContextModeSwitcher: value='last_agnt' .*choose one of: full, last_agent"):
+    with pytest.raises(
+        ArgumentError, match=r"ContextModeSwitcher: value='last_agnt' .*choose one of: full, last_agent"
+    ):
         switcher.value = "last_agnt"
     assert switcher.value == "full"

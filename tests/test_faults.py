@@ -46,7 +46,9 @@ def researcher_model(messages: list[Message], options: Any) -> Any:
     last = messages[-1]
     if last.role == "tool":
         return f"found {last.contents[0].result}"
-    return Message("assistant", [FunctionCallContent(call_id=f"c{len(messages)}", name="lookup", arguments={"city": "Porto"})])
+    return Message(
+        "assistant", [FunctionCallContent(call_id=f"c{len(messages)}", name="lookup", arguments={"city": "Porto"})]
+    )
 
 
 class Shop:
@@ -68,7 +70,9 @@ class Shop:
             ChatAgent(MirrorChatClient(), name="writer", history=self.history),
         ]
         executors = [AgentExecutor(a, session=self.sessions[a.name]) for a in agents]
-        return WorkflowBuilder(start_executor=executors[0], checkpoint_storage=self.storage).add_chain(executors).build()
+        return (
+            WorkflowBuilder(start_executor=executors[0], checkpoint_storage=self.storage).add_chain(executors).build()
+        )
 
     def stores(self) -> dict[str, Any]:
         with sqlite3.connect(self.tmp / "history.sqlite") as db:  # the file, as another program reads it

@@ -55,7 +55,9 @@ def test_an_upward_import_inside_a_function_breaks_the_layers(copy: Path) -> Non
 
 
 def test_an_upward_annotation_breaks_the_layers_too(copy: Path) -> None:
-    add(copy, "messages.py", "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .workflow import Workflow")
+    add(
+        copy, "messages.py", "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .workflow import Workflow"
+    )
     done = lint(copy)
     assert "agent_nb.messages is not allowed to import agent_nb.workflow" in done.stdout
     assert "no import cycles in agent_nb KEPT" in done.stdout  # annotations are not cycles

@@ -42,7 +42,9 @@ async def test_a_hanging_async_tool_ends_the_turn_naming_the_tool_and_is_cancell
     history = InMemoryHistoryProvider()
     agent = ChatAgent(calls("lookup"), name="clerk", tools=[lookup], history=history)
     session = AgentSession("s")
-    with pytest.raises(ToolTimeout, match=r"agent 'clerk': tool 'lookup' \(call c1\) did not finish within 0.05 s") as t:
+    with pytest.raises(
+        ToolTimeout, match=r"agent 'clerk': tool 'lookup' \(call c1\) did not finish within 0.05 s"
+    ) as t:
         await agent.run("find it", session=session)
     assert (t.value.tool, t.value.timeout) == ("lookup", 0.05)
     assert ends == ["cancelled"]

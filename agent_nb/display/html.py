@@ -23,6 +23,7 @@ __all__ = ["CSS", "Theme", "bubble", "container", "escape", "fold_list", "page",
 Theme = Literal["auto", "light", "dark"]
 T = TypeVar("T")
 
+
 def _minified(css: str) -> str:
     """A stylesheet without comments and the spaces it does not need (it is written into every display)."""
     css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)

@@ -192,13 +192,9 @@ class RoutingChatClient(Displayable):
     def set_active_route(self, session: AgentSession, name: str) -> None:
         """Send the session's next requests to ``name``; an unknown name leaves the session as it was."""
         if not isinstance(session, AgentSession):
-            raise bad_argument(
-                f"router {self.name!r}", "session", session, "give the AgentSession whose route moves"
-            )
+            raise bad_argument(f"router {self.name!r}", "session", session, "give the AgentSession whose route moves")
         if not isinstance(name, str):
-            raise bad_argument(
-                f"router {self.name!r}", "name", name, f"give a route name: {', '.join(self._routes)}"
-            )
+            raise bad_argument(f"router {self.name!r}", "name", name, f"give a route name: {', '.join(self._routes)}")
         self._known(name, session)
         self._own(session, setting=True)
         routes = dict(session.state.get(_STATE_KEY, {}))  # a new dict: a state snapshot stays valid

@@ -382,9 +382,7 @@ class AgentExecutor(Executor):
             )
         return _Selection(tuple(kept), _without(everything, kept))
 
-    async def _arrive(
-        self, selection: _Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()
-    ) -> None:
+    async def _arrive(self, selection: _Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()) -> None:
         ctx.record_context(self._mode_record, kept=selection.kept, dropped=selection.dropped)
         self._cache = self._cache.extend(selection.kept, validate=False)  # every handler made Messages
         if self.options.wait_for_turn_token:
@@ -400,8 +398,10 @@ class AgentExecutor(Executor):
         upstream = " and ".join(repr(s) for s in sources) or "its input"
         if selection.dropped:
             n = len(selection.dropped)
-            what = f"its context_filter {self._mode_record['context_filter']!r}" if self._mode == "custom" else (
-                f"its context_mode {self._mode!r}"
+            what = (
+                f"its context_filter {self._mode_record['context_filter']!r}"
+                if self._mode == "custom"
+                else (f"its context_mode {self._mode!r}")
             )
             return (
                 f"{what} dropped all {n} message{'' if n == 1 else 's'} that came from {upstream}; "

@@ -1,6 +1,5 @@
 """The requests form, driven from Python the way a browser would drive it."""
 
-
 from agent_nb import Executor, RequestResponse, WorkflowBuilder, WorkflowContext, handler
 from agent_nb.widgets import RequestsForm
 

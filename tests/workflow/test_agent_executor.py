@@ -52,7 +52,9 @@ def test_a_filter_alone_means_custom_and_a_filter_with_another_mode_is_refused()
 
 def test_context_mode_validation():
     agent = RecordingAgent("a")
-    with pytest.raises(ValueError, match="context_mode='everything' \\(str\\) is not accepted; use one of: full, last_agent, custom"):
+    with pytest.raises(
+        ValueError, match="context_mode='everything' \\(str\\) is not accepted; use one of: full, last_agent, custom"
+    ):
         AgentExecutor(agent, context_mode="everything")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="'custom' needs a context_filter"):
         AgentExecutor(agent, context_mode="custom")

@@ -95,7 +95,9 @@ async def test_a_form_opened_after_another_process_answered_shows_it_answered(st
     first = desk(storage(), refunds)
     waiting = await first.run("Refund A7, please")
     (asked,) = waiting.pending_requests
-    where = tmp_path / "checkpoints" if isinstance(storage(), FileCheckpointStorage) else tmp_path / "checkpoints.sqlite"
+    where = (
+        tmp_path / "checkpoints" if isinstance(storage(), FileCheckpointStorage) else tmp_path / "checkpoints.sqlite"
+    )
     kind = "FileCheckpointStorage" if isinstance(storage(), FileCheckpointStorage) else "SQLiteCheckpointStorage"
     script = textwrap.dedent(
         f"""

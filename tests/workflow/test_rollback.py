@@ -181,7 +181,10 @@ async def test_a_turn_saved_by_a_task_that_outlives_its_run_is_written_not_lost(
     task, gate = started
     gate.set()
     await task
-    assert [m.text for m in await history.load(session)] == ["saved after the run", 'I see 1 message: user "saved after the run"']
+    assert [m.text for m in await history.load(session)] == [
+        "saved after the run",
+        'I see 1 message: user "saved after the run"',
+    ]
 
 
 async def test_a_history_written_in_part_before_a_store_refused_is_said_to_be_written(tmp_path: Path):
@@ -204,4 +207,3 @@ async def test_a_history_written_in_part_before_a_store_refused_is_said_to_be_wr
         assert "would write those sessions' turns a second time" in message
         assert "Nothing of this run was kept" not in " ".join([message, *getattr(failed.value, "__notes__", [])])
         assert len(await first.load(AgentSession("p"))) == 2  # it was written, as said
-
