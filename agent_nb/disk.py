@@ -18,7 +18,7 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["os_fix", "os_problem", "os_reason", "place_problem", "write_whole"]
+__all__ = ["os_fix", "os_problem", "os_reason", "place_problem", "sqlite_problem", "write_whole"]
 
 _INSTEAD = "give the storage a directory you can write to"
 
@@ -47,6 +47,23 @@ def os_fix(exc: OSError, directory: Path, instead: str = _INSTEAD) -> str:
     if exc.errno == errno.EISDIR:
         return "that is a directory: give a file name"
     return place_problem(directory, instead) or f"check that the directory exists and can be written to, or {instead}"
+
+
+def sqlite_problem(exc: Exception, path: Path, who: str, otherwise: str) -> str:
+    """SQLite's own words, then what to do: ``database or disk is full. Free some space on that disk, …``.
+
+    ``who`` names what was given the file (``the provider``); ``otherwise`` is the fix when neither
+    the disk nor the place explains the error (the file itself, then).
+    """
+    fix: str | None
+    if "full" in str(exc):
+        fix = "free some space on that disk, then run again"
+    else:
+        fix = place_problem(path.parent, f"give {who} a file in a directory you can write to")
+        if fix is None and path.exists() and not os.access(path, os.W_OK):
+            fix = f"this process may not write {path}: give {who} a file you can write to"
+    fix = fix or otherwise
+    return f"{exc}. {fix[:1].upper()}{fix[1:]}"
 
 
 def place_problem(directory: Path, instead: str = _INSTEAD) -> str | None:

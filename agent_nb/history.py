@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import TypeAdapter
 
-from .disk import place_problem
+from .disk import sqlite_problem
 from .errors import HistoryError
 from .messages import Message
 from .sessions import AgentSession
@@ -222,16 +222,10 @@ class SQLiteHistoryProvider:
             try:
                 yield
             except sqlite3.Error as exc:
-                said = str(exc)
-                if "full" in said:
-                    fix = "free some space on that disk, then run again"
-                else:
-                    fix = place_problem(self.path.parent, "give the provider a file you can write to") or (
-                        f"check that {self.path} is an SQLite file this process may read and write"
-                    )
+                otherwise = f"check that {self.path} is an SQLite file this process may read and write"
                 raise HistoryError(
-                    f"SQLiteHistoryProvider({str(self.path)!r}) could not {what}: {said}. "
-                    f"{fix[:1].upper()}{fix[1:]}; nothing was half written"
+                    f"SQLiteHistoryProvider({str(self.path)!r}) could not {what}: "
+                    f"{sqlite_problem(exc, self.path, 'the provider', otherwise)}; nothing was half written"
                 ) from exc
 
     async def load(self, session: AgentSession) -> list[Message]:

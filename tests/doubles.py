@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agent_nb import AgentResponse, AgentResponseUpdate, AgentSession, Message
+from agent_nb import AgentResponse, AgentResponseUpdate, AgentSession, Executor, Message, WorkflowContext, handler
 
 
 class RecordingAgent:
@@ -109,3 +109,21 @@ def subprocess_env(test_file: str | Path) -> dict[str, str]:
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+class Holder(Executor):
+    """Keeps a value in its checkpointed state (whatever a test gives it), and records its input as ``seen``."""
+
+    def __init__(self, id: str, value: Any) -> None:
+        super().__init__(id)
+        self.value = value
+
+    @handler
+    async def take(self, text: str, ctx: WorkflowContext) -> None:
+        ctx.set_state("seen", text)
+
+    def snapshot_state(self) -> dict[str, Any]:
+        return {"value": self.value}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.value = state["value"]

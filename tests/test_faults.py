@@ -11,6 +11,7 @@ before the failure still resume, and the same workflow then runs to the end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,16 @@ from agent_nb import (
     AgentNbError,
     AgentSession,
     ChatAgent,
+    ChatResponseUpdate,
     FileCheckpointStorage,
     FunctionCallContent,
     FunctionChatClient,
     Message,
     MirrorChatClient,
+    ModelUnavailable,
     RoutingChatClient,
     SQLiteHistoryProvider,
+    TextContent,
     WorkflowBuilder,
     tool,
 )
@@ -75,7 +79,7 @@ class Shop:
         )
 
     def stores(self) -> dict[str, Any]:
-        with sqlite3.connect(self.tmp / "history.sqlite") as db:  # the file, as another program reads it
+        with contextlib.closing(sqlite3.connect(self.tmp / "history.sqlite")) as db:  # as another program reads it
             rows = db.execute("SELECT session_id, seq, message FROM agent_nb_messages ORDER BY 1, 2").fetchall()
         return {
             "history rows": rows,
@@ -181,3 +185,47 @@ async def test_a_fault_while_recording_keeps_the_good_cassette(tmp_path: Path) -
     assert path.read_bytes() == recorded
     replayed = await ChatAgent(ReplayChatClient(path), name="a").run("hi")
     assert replayed.text == 'I see 1 message: user "hi"'
+
+
+async def test_each_failing_call_raises_an_error_of_its_own() -> None:
+    given = ValueError("the proxy dropped the call")
+    for error in (given, KeyError):
+        faulty = FaultyChatClient(MirrorChatClient(), how="raise", error=error)
+        raised = []
+        for _ in range(2):
+            with pytest.raises(type(given) if error is given else KeyError) as info:
+                await faulty.get_response([Message("user", "hi")])
+            raised.append(info.value)
+        assert raised[0] is not raised[1] and given not in raised  # the one given is never raised itself
+        assert all(len(list(_frames(e))) == len(list(_frames(raised[0]))) for e in raised)  # no traceback piles up
+    assert raised[1].args == ("FaultyChatClient(MirrorChatClient(), how='raise'): call 2 failed on purpose",)
+    with pytest.raises(TypeError, match=r"error='boom' \(str\) is not accepted; give an exception"):
+        FaultyChatClient(MirrorChatClient(), error="boom")  # type: ignore[arg-type]
+
+
+def _frames(error: BaseException) -> Any:
+    tb = error.__traceback__
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+async def test_a_stream_that_breaks_off_closes_the_stream_it_wraps() -> None:
+    closed = []
+
+    class Chunks:
+        capabilities = None
+
+        async def get_streaming_response(self, messages: Any, options: Any = None, *, session: Any = None) -> Any:
+            try:
+                for word in ("one", "two", "three", "four"):
+                    yield ChatResponseUpdate([TextContent(word)], role="assistant")
+            finally:
+                closed.append(True)
+
+    faulty = FaultyChatClient(Chunks(), how="raise", after_chunks=2)  # type: ignore[arg-type]
+    seen = []
+    with pytest.raises(ModelUnavailable):
+        async for update in faulty.get_streaming_response([Message("user", "hi")]):
+            seen.append(update.text)
+    assert seen == ["one", "two"] and closed == [True]  # closed at once, not when collected

@@ -1,6 +1,7 @@
 """History providers: real SQLite files, sessions isolated, restarts survived, failures store nothing."""
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import subprocess
@@ -32,6 +33,12 @@ TURN = [
     Message("tool", [FunctionResultContent(call_id="c1", result=[1, 2])], author_name="a"),
     Message("assistant", "done", author_name="a"),
 ]
+
+
+def outside(path, statement: str) -> None:
+    """Run ``statement`` on the file as another program would: its own connection, closed after."""
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+        db.execute(statement)
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -100,7 +107,8 @@ async def test_sqlite_uses_wal_and_survives_a_restart(tmp_path):
         assert [m.text for m in await again.load(session)][-1] == "from another process"
         assert again.sessions() == ["s-1"]
         assert again.delete("s-1") == 5 and await again.load(session) == []
-    (mode,) = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        (mode,) = db.execute("PRAGMA journal_mode").fetchone()
     assert mode == "wal"
 
 
@@ -109,9 +117,10 @@ async def test_sqlite_one_transaction_per_turn(tmp_path):
     provider = SQLiteHistoryProvider(path)
     session = AgentSession()
     await provider.save(session, [Message("user", "kept")])
-    sqlite3.connect(path, isolation_level=None).execute(  # the disk refuses the second row of the next turn
+    outside(  # the disk refuses the second row of the next turn
+        path,
         "CREATE TRIGGER refuse BEFORE INSERT ON agent_nb_messages WHEN NEW.message LIKE '%refused%' "
-        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END",
     )
     with pytest.raises(HistoryError, match=r"could not write 1 session.*: disk says no") as refused:
         await provider.save(session, [Message("user", "first of the turn"), Message("user", "refused")])
@@ -124,7 +133,7 @@ async def test_a_corrupt_history_is_a_clear_error(tmp_path):
     provider = SQLiteHistoryProvider(path)
     session = AgentSession("s")
     await provider.save(session, [Message("user", "ok")])
-    sqlite3.connect(path, isolation_level=None).execute('UPDATE agent_nb_messages SET message = \'{"role": "robot"}\'')
+    outside(path, 'UPDATE agent_nb_messages SET message = \'{"role": "robot"}\'')
     with pytest.raises(HistoryError, match=r"stored history of session 's' cannot be read as messages"):
         await provider.load(session)
 
@@ -199,7 +208,7 @@ async def test_a_storage_error_is_not_called_a_model_error(tmp_path):
     provider = SQLiteHistoryProvider(path)
     session = AgentSession("s")
     await provider.save(session, [Message("user", "ok")])
-    sqlite3.connect(path, isolation_level=None).execute("UPDATE agent_nb_messages SET message = '{}'")
+    outside(path, "UPDATE agent_nb_messages SET message = '{}'")
     with pytest.raises(HistoryError, match="cannot be read as messages") as info:
         await ChatAgent(EchoChatClient(), name="a", history=SQLiteHistoryProvider(path)).run("hi", session=session)
     assert not isinstance(info.value, ModelError)

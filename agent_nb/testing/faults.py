@@ -17,6 +17,7 @@ with pytest.raises(StepFailed):
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,7 +50,9 @@ class FaultyChatClient:
         on_calls: which calls fail (by number, from 1); by default every call.
         after_chunks: for a streamed call, how many chunks it yields before it goes wrong
             (0: before the first); a call that is not streamed ignores it.
-        error: what ``how="raise"`` raises (by default a retryable ``ModelUnavailable``).
+        error: what ``how="raise"`` raises: an exception (a copy of it is raised each time) or an
+            exception class (made with a message naming the call); by default a retryable
+            ``ModelUnavailable``.
         garbage: one of ``GARBAGE``, for ``how="garbage"``.
     """
 
@@ -60,7 +63,7 @@ class FaultyChatClient:
         how: How = "raise",
         on_calls: Iterable[int] | None = None,
         after_chunks: int = 0,
-        error: BaseException | None = None,
+        error: BaseException | type[BaseException] | None = None,
         garbage: str = "empty",
     ) -> None:
         if how not in HOW:
@@ -69,6 +72,10 @@ class FaultyChatClient:
             raise bad_argument("FaultyChatClient", "garbage", garbage, f"choose one of: {', '.join(GARBAGE)}")
         if isinstance(after_chunks, bool) or not isinstance(after_chunks, int) or after_chunks < 0:
             raise bad_argument("FaultyChatClient", "after_chunks", after_chunks, "give an int >= 0")
+        if error is not None and not (
+            isinstance(error, BaseException) or (isinstance(error, type) and issubclass(error, BaseException))
+        ):
+            raise bad_argument("FaultyChatClient", "error", error, "give an exception, or an exception class")
         self.inner = inner
         self.how = how
         self.on_calls = None if on_calls is None else frozenset(on_calls)
@@ -99,12 +106,21 @@ class FaultyChatClient:
 
         self.signal().set()
         if self.how == "raise":
-            raise self.error or ModelUnavailable(f"{self!r}: call {self.calls} failed on purpose")
+            raise self._fresh_error()
         if self.how == "hang":
             await asyncio.Event().wait()  # until the caller gives up and cancels
         if self.how == "cancel":
             raise asyncio.CancelledError(f"{self!r}: call {self.calls} cancelled on purpose")
         return _garbage(self.garbage)
+
+    def _fresh_error(self) -> BaseException:
+        """A new error for each failing call: one instance raised twice would carry both tracebacks and notes."""
+        said = f"{self!r}: call {self.calls} failed on purpose"
+        if self.error is None:
+            return ModelUnavailable(said)
+        if isinstance(self.error, type):
+            return self.error(said)
+        return copy.copy(self.error)  # the one given is never raised, so each copy starts clean
 
     async def get_response(
         self,
@@ -129,12 +145,16 @@ class FaultyChatClient:
                 yield update
             return
         if self.after_chunks:
+            from ..clients.base import closing_stream
+
             shown = 0
-            async for update in self.inner.get_streaming_response(messages, options, session=session):
-                yield update
-                shown += 1
-                if shown == self.after_chunks:
-                    break
+            inner = self.inner.get_streaming_response(messages, options, session=session)
+            async with closing_stream(inner) as updates:  # the inner stream is closed when this one breaks off
+                async for update in updates:
+                    yield update
+                    shown += 1
+                    if shown == self.after_chunks:
+                        break
         response = await self._go_wrong()
         for message in response.messages:
             yield ChatResponseUpdate(message.contents, role=message.role)

@@ -25,6 +25,7 @@ from ..display.transcript import transcript_html
 from ..errors import UsageError
 from ..messages import AgentResponseUpdate
 from ..trace import ContextSnapshot, Trace
+from .background import Background
 from .switchers import ContextModeSwitcher, ContextView, RouteSwitcher, problem_html
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class Playground(w.VBox):  # type: ignore[misc]
         self.dialogue = Dialogue(target, router=router, session=session, filters=filters)
         self.export_dir = Path(export_dir)
         self.last_error: BaseException | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._work = Background()
         self._live: dict[str, str] = {}
         self._snapshots: list[ContextSnapshot] = []
 
@@ -112,23 +113,11 @@ class Playground(w.VBox):  # type: ignore[misc]
         if not message.strip() or self.send_button.disabled:
             return None  # nothing to send, or a turn already on its way: no double send
         self.send_button.disabled = True
-        import asyncio
-
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._turn(message))
-        task = loop.create_task(self._turn(message))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._work.start(self._turn(message))
 
     async def wait(self) -> None:
         """Wait until everything started from the controls (Send, Enter) has finished."""
-        import asyncio
-
-        while self._tasks:
-            await asyncio.gather(*self._tasks)
+        await self._work.wait()
 
     def reset(self) -> None:
         """Start the conversation again (routes and modes stay as chosen)."""

@@ -19,6 +19,7 @@ import ipywidgets as w
 
 from ..contents import shorten
 from ..display.html import container, escape
+from .background import Background
 from .switchers import problem_html
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class RequestsForm(w.VBox):  # type: ignore[misc]
         self.status = w.HTML()
         self.status.add_class("anb-status")
         self._box = w.VBox()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._work = Background()
         super().__init__([self._box, self.status])
         self.add_class("anb-requests")
         self.refresh()
@@ -67,25 +68,13 @@ class RequestsForm(w.VBox):  # type: ignore[misc]
 
     def answer(self, request_id: str, value: Any) -> asyncio.Task[RunResult | None] | RunResult | None:
         """Answer one request and let the run go on (a task in a notebook; the result in a script)."""
-        import asyncio
-
         for row in self.rows.values():
             row.disable(True)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._answer(request_id, value))
-        task = loop.create_task(self._answer(request_id, value))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._work.start(self._answer(request_id, value))
 
     async def wait(self) -> None:
         """Wait until everything started from the controls (a click, a typed answer) has finished."""
-        import asyncio
-
-        while self._tasks:
-            await asyncio.gather(*self._tasks)
+        await self._work.wait()
 
     async def _answer(self, request_id: str, value: Any) -> RunResult | None:
         self.status.value = container(f'<div class="meta">answering {escape(request_id)}…</div>')

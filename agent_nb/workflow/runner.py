@@ -99,6 +99,7 @@ class _Run:
         self._t0 = 0.0
         self._writes: HistoryWrites | None = None
         """The run's held history writes (set when it executes)."""
+        self._warned: set[tuple[int, str]] = set()
 
     # -- called by WorkflowContext --------------------------------------------------
 
@@ -270,6 +271,10 @@ class _Run:
                 self.emit(WorkflowWarning(warning))
         status = "running" if self._next or self._fan_in else ("waiting" if self.pending else "completed")
         checkpoint = checkpointer.take(self, status)
+        for key, warning in checkpointer.unkept.items():
+            if key not in self._warned:  # once a run for each session
+                self._warned.add(key)
+                self.emit(WorkflowWarning(warning))
         self.touched = set()
         self.last_checkpoint = checkpoint.id
         self.emit(CheckpointSaved(checkpoint.id, checkpoint.superstep, status))

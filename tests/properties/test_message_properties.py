@@ -10,6 +10,7 @@ from a session's dicts was not checked at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import tempfile
@@ -125,9 +126,8 @@ def test_the_sqlite_history_gives_back_what_was_saved_to_another_provider_on_the
         with SQLiteHistoryProvider(path) as reopened:  # the file alone
             for sid, saved in expected.items():
                 assert await reopened.load(AgentSession(sid)) == saved
-        with sqlite3.connect(path) as db:  # a connection of our own counts the rows
+        with contextlib.closing(sqlite3.connect(path)) as db:  # a connection of our own counts the rows
             (rows,) = db.execute("SELECT COUNT(*) FROM agent_nb_messages").fetchone()
-        db.close()
         assert rows == sum(len(ms) for ms in expected.values())
 
     with tempfile.TemporaryDirectory() as directory:

@@ -16,15 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from doubles import RecordingAgent
+from doubles import Holder, RecordingAgent
 
 from agent_nb import (
     AgentExecutor,
     CheckpointError,
-    Executor,
     WorkflowBuilder,
-    WorkflowContext,
-    handler,
 )
 from agent_nb.workflow import FileCheckpointStorage, InMemoryCheckpointStorage, SQLiteCheckpointStorage
 from agent_nb.workflow.checkpoints.format import dumps
@@ -413,22 +410,6 @@ async def test_the_newest_checkpoint_nested_too_deeply_is_refused_by_latest(tmp_
 
 
 # -- writing a state nested too deeply --------------------------------------------------------------
-
-
-class Holder(Executor):
-    def __init__(self, id: str, value: Any) -> None:
-        super().__init__(id)
-        self.value = value
-
-    @handler
-    async def take(self, text: str, ctx: WorkflowContext) -> None:
-        ctx.set_state("seen", text)
-
-    def snapshot_state(self) -> dict[str, Any]:
-        return {"value": self.value}
-
-    def restore_state(self, state: dict[str, Any]) -> None:
-        self.value = state["value"]
 
 
 def deep_list(depth: int = DEEP) -> list[Any]:

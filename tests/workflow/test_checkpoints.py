@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from doubles import RecordingAgent, subprocess_env
+from doubles import Holder, RecordingAgent, subprocess_env
 
 from agent_nb import (
     AgentExecutor,
@@ -21,13 +21,10 @@ from agent_nb import (
     ChatAgent,
     CheckpointError,
     EchoChatClient,
-    Executor,
     Message,
     MirrorChatClient,
     StepFailed,
     WorkflowBuilder,
-    WorkflowContext,
-    handler,
 )
 from agent_nb.workflow import (
     FileCheckpointStorage,
@@ -170,24 +167,6 @@ async def test_a_run_that_fails_keeps_its_checkpoints_and_resumes_once_fixed(tmp
     fixed, agents = chain(3)
     result = await fixed.run(checkpoint_id=last.id, checkpoint_storage=storage)
     assert [len(a.calls) for a in agents] == [0, 0, 1] and result.text == "a2 saw 3"
-
-
-class Holder(Executor):
-    """Keeps something a checkpoint cannot store."""
-
-    def __init__(self, id: str, value: Any) -> None:
-        super().__init__(id)
-        self.value = value
-
-    @handler
-    async def take(self, text: str, ctx: WorkflowContext) -> None:
-        ctx.set_state("seen", text)
-
-    def snapshot_state(self) -> dict[str, Any]:
-        return {"value": self.value}
-
-    def restore_state(self, state: dict[str, Any]) -> None:
-        self.value = state["value"]
 
 
 async def test_a_state_a_checkpoint_cannot_store_fails_the_run_naming_the_executor() -> None:

@@ -268,7 +268,11 @@ async def test_a_history_on_a_full_disk_or_a_read_only_place_is_named_and_nothin
     with pytest.raises(HistoryError) as refused:
         SQLiteHistoryProvider(root / "new.sqlite")
     message = str(refused.value)
-    assert str(root / "new.sqlite") in message and "read-only" in message and "a file you can write to" in message
+    assert (
+        str(root / "new.sqlite") in message
+        and "read-only" in message
+        and "a file in a directory you can write to" in message
+    )
 
 
 # -- a file written whole: a temporary file beside it, renamed over it ------------------------------

@@ -4,7 +4,6 @@ supersteps and its own executor's, never a sibling's of the same superstep (as w
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,21 +14,10 @@ from agent_nb import (
     ChatAgent,
     Executor,
     FunctionChatClient,
-    InMemoryHistoryProvider,
-    SQLiteHistoryProvider,
     WorkflowBuilder,
     WorkflowContext,
     handler,
 )
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def history(request, tmp_path: Path):
-    if request.param == "memory":
-        yield InMemoryHistoryProvider()
-    else:
-        with SQLiteHistoryProvider(tmp_path / "history.sqlite") as provider:
-            yield provider
 
 
 def counting(name: str) -> FunctionChatClient:
@@ -118,3 +106,29 @@ async def test_outside_a_run_a_turn_is_seen_at_once(history):
     await agent.run("one", session=session)
     await agent.run("two", session=session)
     assert await stored(history, session) == ["one", "a saw 1", "two", "a saw 3"]
+
+
+async def test_held_turns_a_checkpoint_cannot_keep_are_warned_about_once_naming_the_session(history):
+    from agent_nb import InMemoryCheckpointStorage
+
+    shared = AgentSession("kept-nowhere")
+
+    class Twice(Executor):
+        """An agent run inside a handler: no executor of the workflow owns its history."""
+
+        def __init__(self, id: str) -> None:
+            super().__init__(id)
+            self.helper = ChatAgent(counting("hidden"), name="hidden", history=history)
+
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext[str]) -> None:
+            await self.helper.run(text, session=shared)
+            if not text.endswith("!!"):
+                await ctx.send_message(text + "!")
+
+    workflow = WorkflowBuilder(start_executor=Twice("twice")).add_edge("twice", "twice").build()
+    result = await workflow.run("hi", checkpoint_storage=InMemoryCheckpointStorage())
+    warnings = [e.message for e in result.events if e.type == "warning" and "kept-nowhere" in e.message]
+    assert len(warnings) == 1, warnings  # three checkpoints hold it; one warning says so
+    assert f"in {type(history).__name__}" in warnings[0] and "a run resumed from a checkpoint will not" in warnings[0]
+    assert await stored(history, shared) == ["hi", "hidden saw 1", "hi!", "hidden saw 3", "hi!!", "hidden saw 5"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -37,15 +38,6 @@ class Switch:
         if self.broken:
             raise RuntimeError(f"{self.name} is down")
         return f"{self.name} answered {len(messages)}"
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def history(request, tmp_path: Path):
-    if request.param == "memory":
-        yield InMemoryHistoryProvider()
-    else:
-        with SQLiteHistoryProvider(tmp_path / "history.sqlite") as provider:
-            yield provider
 
 
 def chain(history, *models: Switch, sessions=None):
@@ -131,7 +123,7 @@ async def test_another_process_sees_nothing_of_a_failed_run(tmp_path: Path):
         writer.broken = True
         with pytest.raises(StepFailed):
             await workflow.run("hi")
-    with sqlite3.connect(path) as db:  # the file itself, as any other program reads it
+    with contextlib.closing(sqlite3.connect(path)) as db:  # the file itself, as any other program reads it
         assert db.execute("SELECT COUNT(*) FROM agent_nb_messages").fetchone() == (0,)
 
 

@@ -47,6 +47,8 @@ class Checkpointer:
         self._graph_blob: dict[str, str] | None = None  # stored once, on the first checkpoint
         self._memo: dict[str, tuple[dict[str, Any], dict[str, str], dict[str, AgentSession]]] = {}
         """executor id -> (its state at the last checkpoint, where that is stored, the sessions it holds)."""
+        self.unkept: dict[tuple[int, str], str] = {}
+        """(provider, session id) -> why: held history the last checkpoint could not keep (no executor owns it)."""
 
     def take(self, run: _Run, status: str) -> Checkpoint:
         """Encode everything the workflow holds now and save it; a value that cannot be stored raises.
@@ -144,11 +146,19 @@ class Checkpointer:
         owners = {
             id(getattr(getattr(ex, "agent", None), "history", None)): eid for eid, ex in self.workflow.executors.items()
         }
-        held = []
+        held: list[list[Any]] = []
+        self.unkept = {}
         for provider, session, messages in writes.entries():
             eid = owners.get(id(provider))
             if eid is not None:
                 held.append([eid, session.session_id, enc.value(messages, f"the history {eid!r} has not written yet")])
+            else:
+                self.unkept[(id(provider), session.session_id)] = (
+                    f"the checkpoints do not keep what this run holds of session {session.session_id!r} in "
+                    f"{type(provider).__name__}: no executor's agent keeps its history there (an agent run inside "
+                    "a handler?). This run writes it when it completes; a run resumed from a checkpoint will not. "
+                    "Wrap that agent in an AgentExecutor to have it kept"
+                )
         return held
 
     def _stored_graph(self, checkpoint: Checkpoint) -> list[str]:

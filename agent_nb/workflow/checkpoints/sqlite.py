@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...disk import place_problem
+from ...disk import sqlite_problem
 from ...errors import CheckpointError
 from ...sqlite import connect, transaction
 from .format import Checkpoint, Link, StoredMessage, header_problem, too_deep
@@ -73,14 +73,8 @@ class SQLiteCheckpointStorage:
 
     def _why(self, exc: sqlite3.Error) -> str:
         """SQLite's own words, then what to do: ``database or disk is full. Free some space …``."""
-        text = str(exc)
-        if "full" in text:
-            return f"{text}. Free some space on that disk, then run again"
-        place = place_problem(self.path.parent)
-        if place is None and self.path.exists() and not os.access(self.path, os.W_OK):
-            place = f"this process may not write {self.path}: give the storage a file you can write to"
-        place = place or "is it an SQLite file? Give the storage another path, or repair the file"
-        return f"{text}. {place[:1].upper()}{place[1:]}"
+        otherwise = "is it an SQLite file? Give the storage another path, or repair the file"
+        return sqlite_problem(exc, self.path, "the storage", otherwise)
 
     def _open(self) -> sqlite3.Connection:
         """The connection; a closed storage raises ``CheckpointError``."""
