@@ -398,3 +398,19 @@ def test_a_router_left_behind_does_not_block_the_one_that_replaces_it():
     new = router()  # a notebook cell run again: the same name, a new router
     assert new.get_active_route(session) == "mirror"
     new.set_active_route(session, "echo")
+
+
+async def test_a_router_made_again_while_the_old_one_lives_takes_the_session_over():
+    session = AgentSession("notebook")
+    shown = []  # the old agent is still on screen (a widget, an Out[] entry): its router lives on
+    for _ in range(2):  # the same cell, run twice
+        agent = ChatAgent(router(), name="assistant")
+        agent.client.set_active_route(session, "echo")
+        assert (await agent.run("hi", session=session)).text == "hi"
+        shown.append(agent)
+    older, newer = shown
+    assert session.state["routes"] == {"router": "echo"}
+    with pytest.raises(UsageError, match=r"now routed by a newer RoutingChatClient named 'router'.*ran a cell again"):
+        await older.run("still there?", session=session)
+    newer.client.set_active_route(session, "mirror")  # the newer one goes on as before
+    assert session.state["routes"] == {"router": "mirror"}

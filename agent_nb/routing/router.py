@@ -23,6 +23,7 @@ await agent.run("and now?", session=session)      # "smart" gets the whole conve
 from __future__ import annotations
 
 import functools
+import itertools
 import types
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -54,8 +55,22 @@ _KEPT_SCANS = 64
 _TOOL_OPTIONS = ("tools", "tool_choice", "parallel_tool_calls")
 
 
+_BORN = itertools.count()
+"""The order routers were made in: of two alike routers of one name, the newer takes a session over."""
+
+
 def _forget_session(key: int, _: object) -> None:
     _ROUTERS.pop(key, None)
+
+
+def _alike(a: RoutingChatClient, b: RoutingChatClient) -> bool:
+    """Made the same way: the same routes (names, kinds of client, models), default and policy."""
+
+    def shape(r: RoutingChatClient) -> tuple[Any, ...]:
+        routes = tuple((n, type(c).__qualname__, getattr(c, "model", None)) for n, c in r._routes.items())
+        return routes, r.default_route, r.history_policy, r.select is None
+
+    return shape(a) == shape(b)
 
 
 class _Checked:
@@ -97,6 +112,7 @@ class RoutingChatClient(Displayable):
         if history_policy not in ("strict", "repair"):
             raise ValueError(f"history_policy must be 'strict' or 'repair', not {history_policy!r}")
         self.name = name
+        self._born = next(_BORN)
         self.select = select
         self.history_policy: HistoryPolicy = history_policy
         self._routes: dict[str, ChatClient] = {}
@@ -151,7 +167,9 @@ class RoutingChatClient(Displayable):
         """Refuse a session whose route another live router of the same name set: each would move the other's.
 
         The router that sets a session's route is remembered (weakly, in this process); reading
-        a route another one set, or setting it, is refused while that one lives.
+        a route another one set, or setting it, is refused while that one lives. A router made
+        later the same way (a notebook cell run again, while the old agents are still shown)
+        takes the session over instead, and the older one is then refused.
         """
         key = id(session)
         entry = _ROUTERS.get(key)
@@ -161,6 +179,16 @@ class RoutingChatClient(Displayable):
             entry = _ROUTERS[key] = (weakref.ref(session, functools.partial(_forget_session, key)), {})
         ref = entry[1].get(self.name)
         other = ref() if ref is not None else None
+        if other is not None and other is not self and other._born < self._born and _alike(other, self):
+            entry[1][self.name] = weakref.ref(self)  # the same router made again (a cell run again): it takes over
+            return
+        if other is not None and other is not self and other._born > self._born and _alike(other, self):
+            raise UsageError(
+                f"session {session.session_id!r} is now routed by a newer RoutingChatClient named {self.name!r} "
+                f"with the same routes ({other!r}), made after this one ({self!r}); it took the session over. If "
+                "you ran a cell again, use the agents it made; if two agents need routes of their own, give each "
+                "router its own name (RoutingChatClient(..., name='...'))"
+            )
         if other is not None and other is not self:
             raise UsageError(
                 f"session {session.session_id!r} is routed by two RoutingChatClients named {self.name!r} "
