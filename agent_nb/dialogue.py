@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import RouteNotFoundError, UsageError, WorkflowBusyError, did_you_mean
+from .errors import ArgumentError, RouteNotFoundError, UsageError, WorkflowBusyError, did_you_mean
 from .messages import Message
 from .rendering import render
 
@@ -184,9 +184,10 @@ class Dialogue:
         """Give ``executor_id`` the context mode ``mode`` (one of ``mode_options()``) from the next turn on."""
         ex = self._agent(executor_id)
         if mode not in self.mode_options():
-            raise ValueError(
+            raise ArgumentError(
                 f"executor {executor_id!r}: no mode {mode!r}; choose one of: {', '.join(self.mode_options())}"
-                + did_you_mean(mode, self.mode_options())
+                + did_you_mean(mode, self.mode_options()),
+                argument="mode",
             )
         if mode.startswith(CUSTOM):
             chosen = self.filters[mode.removeprefix(CUSTOM)]
@@ -236,7 +237,7 @@ class Dialogue:
         A failed turn raises, after recording it with its error; the conversation is as before it.
         """
         if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"send() needs the text of the message, got {text!r}")
+            raise ArgumentError(f"send() needs the text of the message, got {text!r}", argument="text")
         if self.busy:
             raise WorkflowBusyError(f"a turn of {self.workflow.name!r} is still running; wait for it before sending")
         self.busy = True

@@ -16,6 +16,7 @@ from agent_nb import (
     ChatAgent,
     EchoChatClient,
     Executor,
+    FallbackChatClient,
     Message,
     MirrorChatClient,
     RoutingChatClient,
@@ -83,6 +84,27 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("StandardHarness(..., context_budget=...)",
      lambda: StandardHarness(Orchestrator("o", [hours()]), context_budget=100),
      "context_budget", "StandardHarness: context_budget=100 (int) is not accepted; a standard harness takes only name="),
+    ("RoutingChatClient without routes", lambda: RoutingChatClient({}),
+     "routes", "RoutingChatClient needs at least one route"),
+    ("RoutingChatClient(history_policy='lenient')",
+     lambda: RoutingChatClient({"m": mirror}, history_policy="lenient"),  # type: ignore[arg-type]
+     "history_policy", "history_policy must be 'strict' or 'repair', not 'lenient'"),
+    ("a route that is no chat client", lambda: RoutingChatClient({"m": 42}),  # type: ignore[dict-item]
+     "client", "route 'm': int is not a chat client"),
+    ("a route added twice", lambda: RoutingChatClient({"m": mirror}).add_route("m", mirror),
+     "name", "router 'router' already has a route 'm'"),
+    ("FallbackChatClient without fallbacks", lambda: FallbackChatClient(mirror),
+     "fallbacks", "needs at least one fallback"),
+    ("a harness of something that is no orchestrator", lambda: StandardHarness(42),  # type: ignore[arg-type]
+     "orchestrator", "a harness runs an Orchestrator, got int"),
+    ("an orchestrator without components", lambda: Orchestrator("o", []),
+     "components", "orchestrator 'o' needs at least one component"),
+    ("an orchestrator with two components of one name", lambda: Orchestrator("o", [hours(), hours()]),
+     "components", "has two components named 'hours'"),
+    ("a component id that is no identifier", lambda: Topic("not an id", [MessageNode("hi")]),
+     "id", "component id 'not an id' cannot be used"),
+    ("a topic node that is no node", lambda: Topic("t", ["hello"]),  # type: ignore[list-item]
+     "nodes", "topic 't': node 1 is a str, not a topic node"),
 ]  # fmt: skip
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import bad_argument
+from ..errors import ArgumentError, bad_argument
 from ..tools import FunctionTool, ToolArgumentsError
 from ..workflow import Executor, WorkflowContext, handler
 from .calls import ComponentCall, ComponentResult
@@ -69,9 +69,10 @@ class Component(Executor):
         outputs: Mapping[str, str] | Iterable[str] = (),
     ) -> None:
         if not isinstance(id, str) or not id.isidentifier():
-            raise ValueError(
+            raise ArgumentError(
                 f"component id {id!r} cannot be used: use letters, digits and underscores "
-                "(a model planner offers each component as a tool of that name)"
+                "(a model planner offers each component as a tool of that name)",
+                argument="id",
             )
         super().__init__(id)
         self.description = description
@@ -169,7 +170,9 @@ class Knowledge(Component):
 
     def __init__(self, id: str, sources: Mapping[str, str], *, description: str = "") -> None:
         if not sources:
-            raise ValueError(f"knowledge {id!r} needs at least one source: sources={{'title': 'text', ...}}")
+            raise ArgumentError(
+                f"knowledge {id!r} needs at least one source: sources={{'title': 'text', ...}}", argument="sources"
+            )
         super().__init__(id, description=description, outputs={"answer": "the answer found", "source": "its source"})
         self.sources: Mapping[str, str] = MappingProxyType(dict(sources))
 

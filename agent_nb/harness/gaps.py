@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from ..contents import shorten
+from ..errors import ArgumentError
 from ..messages import Message
 from ..rendering import Displayable
 from ..trace import ContextSnapshot, Trace
@@ -70,7 +71,7 @@ class Findings(Displayable, Sequence[Finding]):
 
     def of_kind(self, kind: str) -> list[Finding]:
         if kind not in KINDS:
-            raise ValueError(f"unknown kind {kind!r}; the kinds are: {', '.join(KINDS)}")
+            raise ArgumentError(f"unknown kind {kind!r}; the kinds are: {', '.join(KINDS)}", argument="kind")
         return [f for f in self._items if f.kind == kind]
 
     def kinds(self) -> list[str]:

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ..contents import UserInputResponseContent
-from ..errors import UsageError, bad_argument, did_you_mean
+from ..errors import ArgumentError, UsageError, bad_argument, did_you_mean
 from ..messages import Message
 from ..rendering import Displayable
 from ..trace import Trace
@@ -82,7 +82,9 @@ class Harness(Displayable):
 
     def __init__(self, orchestrator: Orchestrator, *, name: str | None = None, **settings: Any) -> None:
         if not isinstance(orchestrator, Orchestrator):
-            raise TypeError(f"a harness runs an Orchestrator, got {type(orchestrator).__name__}")
+            raise ArgumentError(
+                f"a harness runs an Orchestrator, got {type(orchestrator).__name__}", argument="orchestrator"
+            )
         self.orchestrator = orchestrator
         self.workflow = _build(orchestrator, name or f"{self.mode} harness")
         speakers = tuple(eid for eid, ex in self.workflow.executors.items() if isinstance(ex, Orchestrator))
@@ -95,7 +97,7 @@ class Harness(Displayable):
     async def send(self, text: str) -> Turn:
         """The user types ``text`` (a request, or the reply to a question or card)."""
         if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"send() needs the text the user types, got {text!r}")
+            raise ArgumentError(f"send() needs the text the user types, got {text!r}", argument="text")
         return await self._turn(Message("user", [text], author_name="user", message_id=self._user_id()))
 
     async def click(self, action: str) -> Turn:
@@ -184,7 +186,10 @@ class Harness(Displayable):
         """An orchestrator's active context now."""
         executor = self.workflow.get_executor(executor_id)
         if not isinstance(executor, Orchestrator):
-            raise ValueError(f"{executor_id!r} is a {executor.kind}; only orchestrators keep a context between turns")
+            raise ArgumentError(
+                f"{executor_id!r} is a {executor.kind}; only orchestrators keep a context between turns",
+                argument="executor_id",
+            )
         st: OrchestratorState | None = self._state.get(executor_id)
         return st.context if st is not None else ()
 

@@ -23,7 +23,7 @@ from ..contents import (
     UserInputResponseContent,
     shorten,
 )
-from ..errors import BudgetExceeded
+from ..errors import ArgumentError, BudgetExceeded
 from ..messages import Message, estimate_tokens
 from ..trace.text import message_line
 from ..workflow import Executor, WorkflowContext, handler
@@ -102,11 +102,13 @@ class Orchestrator(Component):
         super().__init__(id, description=description or instructions, inputs=inputs, outputs=("response", "responded"))
         self.components: tuple[Component, ...] = tuple(components)
         if not self.components:
-            raise ValueError(f"orchestrator {id!r} needs at least one component to call")
+            raise ArgumentError(f"orchestrator {id!r} needs at least one component to call", argument="components")
         names = [c.id for c in self.components]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise ValueError(f"orchestrator {id!r} has two components named {', '.join(map(repr, twice))}")
+            raise ArgumentError(
+                f"orchestrator {id!r} has two components named {', '.join(map(repr, twice))}", argument="components"
+            )
         self.planner: Planner = planner or DeterministicPlanner()
         self.instructions = instructions
         self.max_steps = max_steps

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import bad_argument, did_you_mean
+from ..errors import ArgumentError, bad_argument, did_you_mean
 from .components import Component
 from .orchestrator import Orchestrator
 
@@ -54,10 +54,11 @@ class ChildAgent(Orchestrator):
         **options: Any,
     ) -> None:
         if "include_parent_context" in options:
-            raise TypeError(
+            raise ArgumentError(
                 f"child agent {id!r}: a child agent always receives its parent's conversation; there is no "
                 "include_parent_context setting. Use ConnectedAgent(..., include_parent_context=False) to "
-                "leave the parent's conversation out."
+                "leave the parent's conversation out.",
+                argument="include_parent_context",
             )
         _check_options("child agent", id, options)
         super().__init__(id, components, description=description, **options)

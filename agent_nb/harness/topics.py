@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any, Union
 
 from ..contents import UserInputRequestContent
+from ..errors import ArgumentError
 from ..messages import Message
 from ..workflow import Executor, WorkflowContext, handler
 from .calls import REPLY, ComponentCall, ComponentResult, click_of, reply_text
@@ -92,7 +93,7 @@ class CardNode:
 
     def __post_init__(self) -> None:
         if not self.actions:
-            raise ValueError(f"the card {self.text!r} needs at least one action button")
+            raise ArgumentError(f"the card {self.text!r} needs at least one action button", argument="actions")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,7 @@ class GenerativeAnswers(Component):
         self, id: str, sources: Mapping[str, str], *, input: str = "{request}", variable: str | None = None
     ) -> None:
         if not sources:
-            raise ValueError(f"generative answers {id!r} needs at least one source")
+            raise ArgumentError(f"generative answers {id!r} needs at least one source", argument="sources")
         super().__init__(id, description=f"generative answers over {', '.join(sources)}")
         self.sources: Mapping[str, str] = MappingProxyType(dict(sources))
         self.input = input
@@ -201,13 +202,16 @@ class Topic(Component):
         kinds = (MessageNode, QuestionNode, CardNode, SetVariable, GenerativeAnswers)
         for i, node in enumerate(self.nodes):
             if not isinstance(node, kinds):
-                raise TypeError(f"topic {id!r}: node {i + 1} is a {type(node).__name__}, not a topic node")
+                raise ArgumentError(
+                    f"topic {id!r}: node {i + 1} is a {type(node).__name__}, not a topic node", argument="nodes"
+                )
         settable = {"request"} | {i.name for i in self.inputs} | {v for n in self.nodes if (v := _sets(n))}
         never = [name for name in self.outputs if name not in settable]
         if never:
-            raise ValueError(
+            raise ArgumentError(
                 f"topic {id!r}: output {', '.join(map(repr, never))} is never set; add a node that sets "
-                f"the variable (SetVariable, a question or a card), or drop the output"
+                f"the variable (SetVariable, a question or a card), or drop the output",
+                argument="outputs",
             )
 
     def parts(self) -> tuple[Executor, ...]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ArgumentError
 from ..rendering import Displayable
 from ..trace.text import message_line
 
@@ -50,7 +51,7 @@ class Comparison(Displayable):
 
     def __init__(self, *harnesses: Harness) -> None:
         if not harnesses:
-            raise ValueError("compare() needs at least one harness")
+            raise ArgumentError("compare() needs at least one harness", argument="harnesses")
         self.harnesses = harnesses
 
     def to_text(self) -> str:

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ..clients.base import Capabilities, ChatClient, capabilities_of, closing_stream, refuse_service_managed
-from ..errors import AllAttemptsFailed, ModelError
+from ..errors import AllAttemptsFailed, ArgumentError, ModelError
 from ..messages import ChatResponse, ChatResponseUpdate, Message
 from ..sessions import AgentSession
 
@@ -40,7 +40,10 @@ class FallbackChatClient:
         retry_on: Callable[[BaseException], bool] | tuple[type[BaseException], ...] | None = None,
     ) -> None:
         if not fallbacks:
-            raise ValueError("FallbackChatClient needs at least one fallback: FallbackChatClient(primary, backup)")
+            raise ArgumentError(
+                "FallbackChatClient needs at least one fallback: FallbackChatClient(primary, backup)",
+                argument="fallbacks",
+            )
         self.clients: tuple[ChatClient, ...] = (primary, *fallbacks)
         for i, client in enumerate(self.clients):
             refuse_service_managed(f"fallback client {i}", client)

@@ -33,6 +33,7 @@ from ..clients.base import Capabilities, ChatClient, capabilities_of, closing_st
 from ..errors import (
     AgentNbError,
     AllAttemptsFailed,
+    ArgumentError,
     RouteIncompatibleError,
     RouteNotFoundError,
     UsageError,
@@ -108,9 +109,13 @@ class RoutingChatClient(Displayable):
         name: str = "router",
     ) -> None:
         if not routes:
-            raise ValueError("RoutingChatClient needs at least one route: RoutingChatClient({'name': client})")
+            raise ArgumentError(
+                "RoutingChatClient needs at least one route: RoutingChatClient({'name': client})", argument="routes"
+            )
         if history_policy not in ("strict", "repair"):
-            raise ValueError(f"history_policy must be 'strict' or 'repair', not {history_policy!r}")
+            raise ArgumentError(
+                f"history_policy must be 'strict' or 'repair', not {history_policy!r}", argument="history_policy"
+            )
         self.name = name
         self._born = next(_BORN)
         self.select = select
@@ -135,11 +140,13 @@ class RoutingChatClient(Displayable):
 
     def add_route(self, name: str, client: ChatClient) -> None:
         if not isinstance(name, str) or not name:
-            raise ValueError(f"a route name must be a non-empty string, got {name!r}")
+            raise ArgumentError(f"a route name must be a non-empty string, got {name!r}", argument="name")
         if name in self._routes:
-            raise ValueError(f"router {self.name!r} already has a route {name!r}; remove it first to replace it")
+            raise ArgumentError(
+                f"router {self.name!r} already has a route {name!r}; remove it first to replace it", argument="name"
+            )
         if not hasattr(client, "get_response"):
-            raise TypeError(f"route {name!r}: {type(client).__name__} is not a chat client")
+            raise ArgumentError(f"route {name!r}: {type(client).__name__} is not a chat client", argument="client")
         refuse_service_managed(f"route {name!r}", client)
         self._routes[name] = client
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ..contents import shorten
+from ..errors import ArgumentError
 from ..messages import AgentResponse, ChatResponse, Message
 from ..rendering import Displayable
 
@@ -44,7 +45,7 @@ def matcher(fact: Fact) -> Callable[[str], bool]:
     if callable(fact):
         return lambda text: bool(fact(text))
     if not isinstance(fact, str) or not fact.strip():
-        raise ValueError(f"a fact is a non-empty text or a function of text, got {fact!r}")
+        raise ArgumentError(f"a fact is a non-empty text or a function of text, got {fact!r}", argument="fact")
     needle = _normal(fact)
     return lambda text: needle in _normal(text)
 
