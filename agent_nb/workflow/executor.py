@@ -43,12 +43,24 @@ class WorkflowContext(Generic[SendT, OutT]):
     sends (``SendT``) and yields as workflow output (``OutT``).
     """
 
-    __slots__ = ("_outputs", "_record", "_requested", "_run", "_sent", "_updates", "executor_id", "superstep")
+    __slots__ = (
+        "_order",
+        "_outputs",
+        "_record",
+        "_requested",
+        "_run",
+        "_sent",
+        "_updates",
+        "executor_id",
+        "superstep",
+    )
 
-    def __init__(self, run: _Run, executor_id: str, superstep: int) -> None:
+    def __init__(self, run: _Run, executor_id: str, superstep: int, order: tuple[int, int] = (0, 0)) -> None:
         self._run = run
         self.executor_id = executor_id
         self.superstep = superstep
+        self._order = order
+        """(the executor's rank in the superstep, this invocation's number): where what it sends goes."""
         self._sent: list[Any] = []
         self._outputs: list[Any] = []
         self._record: dict[str, Any] = {}
@@ -57,7 +69,7 @@ class WorkflowContext(Generic[SendT, OutT]):
 
     async def send_message(self, message: Any, target_id: str | None = None) -> None:
         """Deliver ``message`` in the next superstep along this executor's edges (or to ``target_id`` only)."""
-        self._sent.append(self._run.route(self.executor_id, message, target_id))
+        self._sent.append(self._run.route(self.executor_id, message, target_id, self._order))
 
     async def yield_output(self, value: Any) -> None:
         """Make ``value`` an output of the workflow run."""

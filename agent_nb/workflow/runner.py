@@ -2,7 +2,9 @@
 
 Messages sent in superstep *n* are delivered in superstep *n + 1*. Executors that have
 messages in a superstep run concurrently; one executor handles its messages in the
-order they were sent. When an executor fails, the others of that superstep are
+order they were sent. What a superstep's executors send, and the state they set, lands
+executor by executor in the order they started, never in the order they finished, so
+timing changes nothing. When an executor fails, the others of that superstep are
 cancelled and every executor goes back to the state it had before the run.
 """
 
@@ -85,7 +87,9 @@ class _Run:
         self._initial: Mapping[str, Any] = MappingProxyType(dict(state or {}))
         self.state: dict[str, Any] = dict(self._initial)
         """The shared state (``ctx.get_state``); updates land at the end of each superstep."""
-        self._updates: list[tuple[int, dict[str, Any]]] = []
+        self._updates: list[tuple[tuple[int, int], dict[str, Any]]] = []
+        self._outbox: list[tuple[tuple[int, int], int, str, Any]] = []
+        """This superstep's messages: delivered in the next one in the order of their senders (not of timing)."""
         self.streaming = streaming
         self.events: list[WorkflowEvent] = []
         self._emit_extra = emit
@@ -124,7 +128,7 @@ class _Run:
         per = self._run_kwargs.get(kind)
         return per.get(executor_id, {}) if per else {}
 
-    def route(self, source: str, message: Any, target_id: str | None) -> Sent:
+    def route(self, source: str, message: Any, target_id: str | None, order: tuple[int, int] = (0, 0)) -> Sent:
         executors = self.workflow.executors
         groups = self.workflow.routes.get(source, ())
         delivered: list[str] = []
@@ -146,7 +150,7 @@ class _Run:
             if group.selection is not None:
                 targets = [t for t in _select(group, message, source) if t in targets]
             for target in targets:
-                self._next.append((target, message))
+                self._outbox.append((order, len(self._outbox), target, message))
             delivered.extend(targets)
         if target_id is not None and not taken:
             raise UsageError(
@@ -350,8 +354,10 @@ class _Run:
             await gather_or_cancel(
                 [self._invoke_all(executors[t], ms, step, rank) for rank, (t, ms) in enumerate(by_target.items())]
             )
+        outbox, self._outbox = sorted(self._outbox, key=lambda sent: sent[:2]), []
+        self._next.extend((target, message) for _, _, target, message in outbox)
         self._release_fan_in()
-        for _, updates in sorted(self._updates, key=lambda u: u[0]):  # in the order invocations started
+        for _, updates in sorted(self._updates, key=lambda u: u[0]):  # executor by executor, in the order they started
             self.state.update(updates)
         self._updates = []
         self.emit(SuperstepCompleted(step))
@@ -378,17 +384,17 @@ class _Run:
         """One executor's messages of a superstep, in order; the turns its agents save are its own (``rank``)."""
         assert self._writes is not None, "a superstep runs inside execute()"
         with self._writes.writer(step, rank):
-            for message in messages:
-                await self._invoke(executor, message, step)
+            for number, message in enumerate(messages):
+                await self._invoke(executor, message, step, (rank, number))
 
-    async def _invoke(self, executor: Executor, message: Any, step: int) -> None:
+    async def _invoke(self, executor: Executor, message: Any, step: int, order: tuple[int, int] = (0, 0)) -> None:
         index = self._count
         self._count += 1
         if self.touched is not None:
             self.touched.add(executor.id)
         eid = executor.id
         self.emit(ExecutorInvoked(eid, step))
-        ctx: WorkflowContext[Any, Any] = WorkflowContext(self, eid, step)
+        ctx: WorkflowContext[Any, Any] = WorkflowContext(self, eid, step, order)
         start = time.perf_counter()
         try:
             await executor.execute(message, ctx)
@@ -401,7 +407,7 @@ class _Run:
             raise
         snapshot = self._record(ctx, executor, message, index, start)
         if ctx._updates:
-            self._updates.append((index, ctx._updates))
+            self._updates.append((order, ctx._updates))
         self.emit(ExecutorCompleted(eid, step, snapshot))
 
     def _record(
