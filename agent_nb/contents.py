@@ -50,13 +50,17 @@ class Model(BaseModel):
     model_config = FROZEN
 
     def __init__(self, /, **data: Any) -> None:
-        where = type(self).__name__
         for name, value in data.items():
-            _check_encodable(value, where, name)
+            kind = value.__class__
+            if kind is str:
+                if not value.isascii() and _SURROGATE.search(value) is not None:  # isascii: one C pass
+                    _check_encodable(value, type(self).__name__, name)
+            elif kind is dict or kind is list or kind is tuple:
+                _check_encodable(value, type(self).__name__, name)
         try:
-            super().__init__(**data)
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
         except ValidationError as exc:
-            raise _refused(where, exc) from None
+            raise _refused(type(self).__name__, exc) from None
 
 
 def _refused(where: str, exc: ValidationError) -> Exception:
@@ -86,9 +90,10 @@ def _check_encodable(value: Any, where: str, field: str = "text") -> None:
     r"""Refuse a lone surrogate (what ``json.loads('"\ud800"')`` makes), in a text or anywhere inside a value."""
     if isinstance(value, (dict, list, tuple)):
         for item in value.values() if isinstance(value, dict) else value:
-            _check_encodable(item, where, field)
+            if not isinstance(item, BaseModel):  # a model was checked when it was made
+                _check_encodable(item, where, field)
         return
-    if isinstance(value, str) and (found := _SURROGATE.search(value)) is not None:
+    if isinstance(value, str) and not value.isascii() and (found := _SURROGATE.search(value)) is not None:
         at = found.start()
         raise bad_argument(
             where,

@@ -15,8 +15,9 @@ order its executors started, so the stored conversation does not depend on timin
 
 ```python
 with holding() as writes:          # what the workflow runner does around a run
-    with writes.writer(step, rank):  # around each executor's work in a superstep
-        ...                        # agents call hold() instead of provider.save()
+    token = writes.writer(step, rank)  # each executor's work in a superstep, in its own task
+    ...                            # agents call hold() instead of provider.save()
+    reset_writer(token)
 await writes.commit()              # the run completed: write everything, provider by provider
 ```
 """
@@ -25,13 +26,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from .messages import Message
 from .sessions import AgentSession
 
-__all__ = ["HistoryWrites", "current", "holding"]
+__all__ = ["HistoryWrites", "current", "holding", "reset_writer"]
 
 _CURRENT: ContextVar[HistoryWrites | None] = ContextVar("agent_nb.history_writes", default=None)
 _WRITER: ContextVar[_Writer | None] = ContextVar("agent_nb.history_writer", default=None)
@@ -65,14 +66,13 @@ class HistoryWrites:
         self.written: list[str] = []
         """What ``commit`` wrote before it failed (empty when it wrote all, or nothing)."""
 
-    @contextlib.contextmanager
-    def writer(self, step: int, rank: int) -> Iterator[None]:
-        """Mark what is saved inside as the work of the ``rank``-th executor to start in superstep ``step``."""
-        token = _WRITER.set(_Writer(self, (step, rank)))
-        try:
-            yield
-        finally:
-            _WRITER.reset(token)
+    def writer(self, step: int, rank: int) -> Token[_Writer | None]:
+        """Mark what is saved from now on (in this task) as the work of the ``rank``-th executor of superstep ``step``.
+
+        The runner passes the token back to ``_WRITER.reset`` when that work is done (a plain
+        call pair, not a context manager: it runs once per executor per superstep).
+        """
+        return _WRITER.set(_Writer(self, (step, rank)))
 
     def _place(self) -> tuple[int, int] | None:
         writer = _WRITER.get()
@@ -151,6 +151,11 @@ class HistoryWrites:
                 raise
             if save_many is not None:
                 done.extend(f"session {s.session_id!r} in {provider!r}" for s, _ in writes)
+
+
+def reset_writer(token: Token[_Writer | None]) -> None:
+    """End what ``HistoryWrites.writer`` began."""
+    _WRITER.reset(token)
 
 
 def current() -> HistoryWrites | None:

@@ -132,6 +132,8 @@ class Usage(Model):
 
 
 def _to_messages(value: Any) -> Any:
+    if value.__class__ is list or value.__class__ is tuple:
+        return tuple(value)
     if isinstance(value, (Message, dict)):
         return (value,)
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):

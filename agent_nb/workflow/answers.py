@@ -32,12 +32,16 @@ class AnswerClaims:
         self.storage = storage if storage is not None and hasattr(storage, "claim_answer") else None
         self.waiting = waiting or ""
         self.request_ids = tuple(request_ids)
-        self.record = {
-            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "by": f"a run of workflow {workflow_name!r} (process {os.getpid()} on {socket.gethostname()})",
-            "waiting": self.waiting,
-            "run": secrets.token_hex(6),  # tells two claims of one second and one process apart
-        }
+        self.record: dict[str, str] = (
+            {
+                "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "by": f"a run of workflow {workflow_name!r} (process {os.getpid()} on {socket.gethostname()})",
+                "waiting": self.waiting,
+                "run": secrets.token_hex(6),  # tells two claims of one second and one process apart
+            }
+            if self.request_ids  # a run that answers nothing (most runs) asks the system for nothing
+            else {}
+        )
         self.delivered = False
         """Set once the answers reached their executors: from then on they stay answered."""
         self._claimed: list[str] = []

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentNbError, RequestError, RunError, StepFailed, SuperstepLimitExceeded, UsageError
-from ..history_writes import HistoryWrites, holding
+from ..history_writes import HistoryWrites, holding, reset_writer
 from ..sessions import AgentSession
 from ..sync import gather_or_cancel
 from ..trace import ContextSnapshot, Sent, Trace
@@ -354,8 +354,10 @@ class _Run:
             await gather_or_cancel(
                 [self._invoke_all(executors[t], ms, step, rank) for rank, (t, ms) in enumerate(by_target.items())]
             )
-        outbox, self._outbox = sorted(self._outbox, key=lambda sent: sent[:2]), []
-        self._next.extend((target, message) for _, _, target, message in outbox)
+        outbox, self._outbox = self._outbox, []
+        if len(outbox) > 1:
+            outbox.sort(key=_sent_order)
+        self._next += [(target, message) for _, _, target, message in outbox]
         self._release_fan_in()
         for _, updates in sorted(self._updates, key=lambda u: u[0]):  # executor by executor, in the order they started
             self.state.update(updates)
@@ -383,9 +385,12 @@ class _Run:
     async def _invoke_all(self, executor: Executor, messages: list[Any], step: int, rank: int) -> None:
         """One executor's messages of a superstep, in order; the turns its agents save are its own (``rank``)."""
         assert self._writes is not None, "a superstep runs inside execute()"
-        with self._writes.writer(step, rank):
+        token = self._writes.writer(step, rank)
+        try:
             for number, message in enumerate(messages):
                 await self._invoke(executor, message, step, (rank, number))
+        finally:
+            reset_writer(token)
 
     async def _invoke(self, executor: Executor, message: Any, step: int, order: tuple[int, int] = (0, 0)) -> None:
         index = self._count
@@ -443,6 +448,11 @@ def _finished(checkpoint_id: str, name: str) -> str:
         f"checkpoint {checkpoint_id!r} is of a run of {name!r} that had finished: nothing was left to resume. "
         "The executors now hold the conversation it saved; run the workflow with a new input to go on from it"
     )
+
+
+def _sent_order(sent: tuple[tuple[int, int], int, str, Any]) -> tuple[tuple[int, int], int]:
+    """A message of the outbox by its sender's place, then by when it was sent."""
+    return sent[0], sent[1]
 
 
 def _unsaved_history(workflow: Workflow) -> list[str]:

@@ -424,9 +424,11 @@ def check_limit(max_supersteps: int) -> int:
 
 def check_storage(where: str, storage: Any) -> Any:
     """``storage`` once it is known to be a checkpoint storage (or ``None``)."""
+    if storage is None:
+        return None
     from .checkpoints.storage import CheckpointStorage
 
-    if storage is not None and not isinstance(storage, CheckpointStorage):
+    if not isinstance(storage, CheckpointStorage):
         raise bad_argument(
             where,
             "checkpoint_storage",
