@@ -55,8 +55,8 @@ class Model(BaseModel):
             if kind is str:
                 if not value.isascii() and _SURROGATE.search(value) is not None:  # isascii: one C pass
                     _check_encodable(value, type(self).__name__, name)
-            elif kind is dict or kind is list or kind is tuple:
-                _check_encodable(value, type(self).__name__, name)
+            elif kind is dict or kind is list or kind is tuple or isinstance(value, (str, dict, list, tuple)):
+                _check_encodable(value, type(self).__name__, name)  # containers, and subclasses of str
         try:
             self.__pydantic_validator__.validate_python(data, self_instance=self)
         except ValidationError as exc:
