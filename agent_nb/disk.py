@@ -83,6 +83,13 @@ def place_problem(directory: Path, instead: str = _INSTEAD) -> str | None:
     return None
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at ``fd``: after a short write (a disk filling up), the rest, or the error."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_whole(path: Path, data: bytes, *, fsync: bool = False) -> None:
     """Put ``data`` in place of the file ``path``, whole or not at all; an ``OSError`` is the caller's to word.
 
@@ -101,9 +108,7 @@ def write_whole(path: Path, data: bytes, *, fsync: bool = False) -> None:
                 mode = os.stat(path).st_mode
                 if not stat.S_ISDIR(mode):  # a directory: os.replace refuses it below, with its own error
                     os.chmod(temporary, stat.S_IMODE(mode))
-            view = memoryview(data)
-            while view:  # a short write (a disk filling up): the rest, or the error
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             if fsync:
                 os.fsync(fd)
         finally:

@@ -114,9 +114,6 @@ class HistoryWrites:
             for provider, session, chunks in self._held.values()
         ]
 
-    def __bool__(self) -> bool:
-        return bool(self._held)
-
     async def commit(self) -> None:
         """Write what is held: to the run around this one, or to the providers.
 

@@ -369,9 +369,14 @@ class CheckpointTally:
     child_failures: int = 0
     check_errors: int = 0
     """Rounds whose check raised (a log that cannot be read back, even after repair())."""
-    stored_unacknowledged: int = 0
+    unacknowledged: dict[str, int] = field(default_factory=dict)
+    """Per series (its directory): the checkpoints stored whose acknowledgement a kill cut off."""
     log_bytes_max: int = 0
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def stored_unacknowledged(self) -> int:
+        return sum(self.unacknowledged.values())
 
 
 def ends_cut_short(log: Path) -> bool:
@@ -450,7 +455,8 @@ async def check_checkpoints(
             tally.damaged_unreported += 1
             problems.append(f"before repair latest() gave {latest.id} in silence; the newest intact is {newest}")
         listed = {i.id for i in infos}
-        tally.stored_unacknowledged = len(listed - set(acked))
+        series = directory.name  # the log only grows within a series: its count at the latest check counts
+        tally.unacknowledged[series] = max(tally.unacknowledged.get(series, 0), len(listed - set(acked)))
         for cid in acked:
             tally.load_checks += 1
             try:

@@ -436,3 +436,15 @@ async def test_a_state_nested_too_deeply_fails_the_checkpoint_naming_the_executo
             .run("hi", state={"deep": deep_list()}, checkpoint_storage=storage)
         )
     assert storage.list() == []
+
+
+async def test_a_storage_that_saw_a_torn_tail_reads_again_once_another_storage_cut_it_off(tmp_path: Path) -> None:
+    log, checkpoints = await written(tmp_path)
+    with log.open("ab") as f:
+        f.write(b'["c",{"id":"0009-cut-off"')  # a write a kill cut short
+    reader = FileCheckpointStorage(tmp_path)
+    with pytest.raises(CheckpointError, match="incomplete"):
+        reader.latest()
+    assert FileCheckpointStorage(tmp_path).repair() > 0  # another process repairs: the same file, cut back
+    assert reader.latest() == checkpoints[-1]
+    assert [i.id for i in reader.list()] == [c.id for c in checkpoints]

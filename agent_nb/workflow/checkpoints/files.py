@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ...disk import os_fix, os_problem, os_reason, write_whole
+from ...disk import os_problem, write_all, write_whole
 from ...errors import CheckpointError, bad_argument
 from .format import Checkpoint, Link, StoredMessage, dumps, too_deep
 from .log import BINARY, LogReader, fcntl, read_at
@@ -180,9 +180,7 @@ class FileCheckpointStorage(LogReader):
         data = text.encode()
         start = self._read_to
         try:
-            view = memoryview(data)
-            while view:  # a short write (a disk filling up): the rest, so the record is whole
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)  # the whole record, or the error
             if self.fsync:
                 os.fsync(fd)
         except OSError as exc:
@@ -192,6 +190,9 @@ class FileCheckpointStorage(LogReader):
                 else "its incomplete record is left at the end: storage.repair() cuts it off"
             )
             raise self._cannot_write(exc, checkpoint_id, what, kept) from exc
+        except BaseException:  # interrupted inside the write: the log ends as it did before
+            self._take_back(fd, start)
+            raise
         try:
             size = os.fstat(fd).st_size
         except OSError:
@@ -213,10 +214,9 @@ class FileCheckpointStorage(LogReader):
             return False
 
     def _cannot_write(self, exc: OSError, checkpoint_id: str, what: str, kept: str) -> CheckpointError:
-        fix = os_fix(exc, self.directory)
         return CheckpointError(
             f"cannot write {what + ' ' if what else ''}checkpoint {checkpoint_id!r} to {self.path} ({kept}): "
-            f"{os_reason(exc)}. {fix[:1].upper()}{fix[1:]}",
+            f"{os_problem(exc, self.directory)}",
             checkpoint_id=checkpoint_id,
         )
 

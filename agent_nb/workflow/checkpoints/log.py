@@ -140,6 +140,7 @@ class LogReader:
                     return
                 now = os.stat(self.path)
                 if self._file == (now.st_dev, now.st_ino) and now.st_size == self._read_to:
+                    self._torn, self._tail_id = False, None  # a torn tail seen before was cut off since
                     return  # nothing new since the last read
                 fd = os.open(self.path, os.O_RDONLY | BINARY)
                 try:

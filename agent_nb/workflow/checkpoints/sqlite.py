@@ -260,15 +260,9 @@ class SQLiteCheckpointStorage:
 
     def delete(self, checkpoint_id: str) -> bool:
         check_id(checkpoint_id)
-        with self._reading() as db:
-            try:
-                cursor = db.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
-                cursor.close()
-            except sqlite3.Error as exc:
-                raise CheckpointError(
-                    f"cannot delete checkpoint {checkpoint_id!r} from {self.path}: {self._why(exc)}",
-                    checkpoint_id=checkpoint_id,
-                ) from exc
+        with self._writing(f"the deletion of checkpoint {checkpoint_id!r}", checkpoint_id) as db:
+            cursor = db.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
+            cursor.close()
         return cursor.rowcount > 0
 
     def close(self) -> None:
