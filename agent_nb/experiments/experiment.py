@@ -1,0 +1,367 @@
+"""``Experiment``: a target run over inputs × configurations × repeats, scored, stored as it goes, resumable.
+
+```python
+exp = Experiment(build, inputs=questions, grid={"writer.context_mode": ["full", "last_agent"]},
+                 scorers=[scorers.contains()], name="modes")
+result = await exp.run(store="runs.sqlite")   # run again: only the missing cells run
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ArgumentError, bad_argument
+from ..sync import run_sync
+from ..workflow import AgentExecutor, Workflow
+from .cells import Cell
+from .configs import config_key, config_label, expand, plain_value
+from .inputs import Case, read_inputs
+from .progress import Progress, wanted
+from .result import ExperimentResult
+from .runner import ExperimentError, ReadyWorkflow, Spec, check_keys, make_target, takes_case
+from .scorers import name_of
+from .store import ExperimentStore
+
+__all__ = ["Experiment"]
+
+ENGINES = ("local", "dask")
+FLUSH_CELLS, FLUSH_SECONDS = 64, 0.5
+"""A batch of finished cells is written when it holds 64 cells or is half a second old."""
+
+
+class Experiment:
+    """Run ``target`` over ``inputs`` × the configurations of ``grid`` × ``repeats``, and score every cell.
+
+    Args:
+        target: ``build(config)`` (or ``build(config, case)``) returning a ``Workflow``, an agent or a
+            ``Harness``, made afresh for each cell; or a ready ``Workflow``, whose configuration keys
+            are ``route``, ``<executor>.context_mode``, ``<executor>.context_filter`` and
+            ``<executor>.options.<name>``.
+        inputs: strings, messages, dicts (``{"id", "input" or "turns", "expected", ...}``), lists of
+            user turns, or the path of a JSONL file of those.
+        grid: ``{key: [values]}`` (its product) or a list of configurations (dicts).
+        scorers: functions ``(cell) -> bool | float | dict | None`` (``agent_nb.experiments.scorers``).
+        repeats: runs of each (configuration, input).
+        name: how the store knows the experiment; by default the target's name.
+        timeout: seconds a cell may take (then it is ``timeout``); ``None`` for no limit.
+        keep_traces: store each cell's trace, so ``result.cell(k).view()`` shows its run.
+    """
+
+    def __init__(
+        self,
+        target: Callable[..., Any] | Workflow,
+        *,
+        inputs: Any,
+        grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | None = None,
+        scorers: Sequence[Any] = (),
+        repeats: int = 1,
+        name: str | None = None,
+        timeout: float | None = None,
+        keep_traces: bool = True,
+    ) -> None:
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise bad_argument("Experiment", "repeats", repeats, "give an int >= 1")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise bad_argument("Experiment", "timeout", timeout, "give a number of seconds > 0, or None")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise bad_argument("Experiment", "name", name, "give a non-empty str")
+        self.cases: tuple[Case, ...] = read_inputs(inputs)
+        self.configs: tuple[dict[str, Any], ...] = expand(grid)
+        self.scorers = tuple(scorers)
+        names = [name_of(s) for s in self.scorers]
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise ArgumentError(
+                f"Experiment: two scorers are named {twice[0]!r}; give each its own name", argument="scorers"
+            )
+        self.repeats = repeats
+        self.timeout = timeout
+        self.keep_traces = keep_traces
+        self.build: Callable[..., Any] | None
+        self.ready: Workflow | None
+        self.name: str
+        if isinstance(target, Workflow):
+            check_keys(target, self.configs)
+            self.build, self.ready = None, target
+            self.name = name or target.name
+        elif callable(target):
+            self.build, self.ready = target, None
+            self.name = name or str(getattr(target, "__name__", "experiment"))
+        else:
+            raise bad_argument(
+                "Experiment",
+                "target",
+                target,
+                "give a build function config -> Workflow | agent | Harness, or a Workflow",
+            )
+        self.with_case = self.build is not None and takes_case(self.build)
+        self._by_id = {c.id: c for c in self.cases}
+        if self.build is not None:
+            self._check_build()
+
+    def _check_build(self) -> None:
+        """Make every configuration's target once, before anything runs: a bad key fails here, not in cell 400."""
+        spec = self._spec()
+        for config in self.configs:
+            try:
+                make_target(spec, config, self.cases[0])
+            except ExperimentError:
+                raise
+            except Exception as exc:
+                raise ExperimentError(
+                    f"Experiment {self.name!r}: build({config_label(config)}) raised {type(exc).__name__}: {exc}; "
+                    "nothing ran. Fix the configuration or the build function"
+                ) from exc
+
+    @property
+    def keys(self) -> list[str]:
+        """The configuration keys, in the order first given."""
+        return list(dict.fromkeys(k for c in self.configs for k in c))
+
+    def __len__(self) -> int:
+        return len(self.configs) * len(self.cases) * self.repeats
+
+    def case(self, input_id: str) -> Case | None:
+        return self._by_id.get(input_id)
+
+    def cells(self) -> list[Cell]:
+        """Every cell, not yet run, in order: configuration, then input, then repeat."""
+        k = 0
+        out = []
+        for config in self.configs:
+            for case in self.cases:
+                for repeat in range(self.repeats):
+                    out.append(Cell(k, config, case.id, repeat))
+                    k += 1
+        return out
+
+    def definition(self) -> dict[str, Any]:
+        """What identifies the experiment: a change to any of it makes another experiment."""
+        return {
+            "name": self.name,
+            "target": _target_identity(self.build, self.ready),
+            "configs": [config_key(c) for c in self.configs],
+            "inputs": [c.identity() for c in self.cases],
+            "repeats": self.repeats,
+            "scorers": [name_of(s) for s in self.scorers],
+            "timeout": self.timeout,
+        }
+
+    @property
+    def id(self) -> str:
+        """A stable hash of ``definition()``: the same experiment has the same id in every process."""
+        text = json.dumps(self.definition(), sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def _spec(self, *, retries: int = 0, retry_wait: float = 0.5) -> Spec:
+        return Spec(
+            self.build, self.ready, self.configs, self.cases, self.scorers, self.timeout, retries, self.with_case,
+            self.keep_traces, retry_wait,
+        )  # fmt: skip
+
+    def view_of(self, cell: Cell) -> Any:
+        """A cell's run view: its trace beside the graph of its target, made again (no model is called)."""
+        from ..workflow import RunResult
+
+        workflow = self.ready
+        if workflow is None and cell.case is not None:
+            try:
+                made = make_target(self._spec(), cell.config, cell.case)
+                workflow = made if isinstance(made, Workflow) else getattr(made, "workflow", None)
+            except Exception:
+                workflow = None  # the view still shows every executor's context, without the graph
+        return RunResult((), cell.trace, "completed" if cell.status == "ok" else "failed", workflow)
+
+    # -- running ------------------------------------------------------------------
+
+    async def run(
+        self,
+        *,
+        engine: Any = "local",
+        max_concurrency: int = 8,
+        store: str | Path | ExperimentStore | None = None,
+        progress: bool | None = None,
+        retries: int = 2,
+        retry_wait: float = 0.5,
+        rerun_failed: bool = False,
+        fail_fast: bool = False,
+        replace: bool = False,
+        batch_size: int | None = None,
+    ) -> ExperimentResult:
+        """Run the cells the store does not hold yet; the result holds every stored cell of this experiment.
+
+        ``engine``: ``"local"`` (this process, ``max_concurrency`` cells at a time), ``"dask"`` (an
+        embedded ``LocalCluster`` of two worker processes) or a ``distributed.Client`` of a cluster.
+        ``store``: a SQLite file (or an ``ExperimentStore``) that receives each cell as it finishes;
+        run again with it and only the missing cells run (``rerun_failed=True``: the failed ones too).
+        A changed definition under the same name is refused, unless ``replace=True`` drops the old
+        cells. ``retries``: tries again, with backoff, on a rate-limited, timed-out or unavailable model.
+        """
+        where = f"experiment {self.name!r}: run()"
+        if engine not in ENGINES and not callable(getattr(engine, "submit", None)):
+            raise bad_argument(where, "engine", engine, "give 'local', 'dask' or a distributed.Client")
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise bad_argument(where, "max_concurrency", max_concurrency, "give an int >= 1")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise bad_argument(where, "retries", retries, "give an int >= 0")
+        db = store if isinstance(store, ExperimentStore) else ExperimentStore(store)
+        experiment_id = self.id
+        self._claim(db, experiment_id, replace)
+        stored = db.statuses(experiment_id)
+        rerun = {"cancelled", "failed", "timeout"} if rerun_failed else {"cancelled"}
+        todo = [c for c in self.cells() if stored.get(c.k, "cancelled") in rerun or c.k not in stored]
+        spec = self._spec(retries=retries, retry_wait=retry_wait)
+        bar = Progress(self.name, len(self), len(self) - len(todo), enabled=wanted(progress))
+        writer = _Writer(db, experiment_id, bar)
+        try:
+            if todo and engine == "local":
+                ready = ReadyWorkflow(self.ready) if self.ready is not None else None
+                try:
+                    await _run_here(spec, todo, writer, max_concurrency, ready, fail_fast)
+                finally:
+                    if ready is not None:
+                        ready.restore()
+            elif todo:
+                await _run_on_cluster(engine, spec, todo, writer, max_concurrency, batch_size)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            writer.flush()
+            print(self._stopped(db, experiment_id), file=sys.stderr)
+            raise
+        finally:
+            writer.flush()
+            bar.close()
+        return ExperimentResult(self, db, experiment_id, planned=len(self))
+
+    def run_sync(self, **kwargs: Any) -> ExperimentResult:
+        """``run`` for code that cannot ``await`` (a script; a notebook cell works too)."""
+        return run_sync(self.run(**kwargs))
+
+    def _claim(self, db: ExperimentStore, experiment_id: str, replace: bool) -> None:
+        """Record the experiment in the store; refuse another definition under its name unless replacing."""
+        mine = self.definition()
+        for other_id, other in db.find(self.name):
+            if other_id == experiment_id:
+                continue
+            if not replace:
+                changed = [k for k in mine if mine[k] != other.get(k)]
+                raise ExperimentError(
+                    f"experiment {self.name!r}: {db!r} holds an experiment of that name with another definition "
+                    f"({', '.join(changed) or 'its definition'} changed); its cells are not mixed with these. Give "
+                    "this one another name=..., or run(..., replace=True) to drop the old cells"
+                )
+            db.forget(other_id)
+        db.add(experiment_id, self.name, mine, len(self))
+
+    def _stopped(self, db: ExperimentStore, experiment_id: str) -> str:
+        n = len(db.statuses(experiment_id))
+        kept = (
+            f"they are in {db.path}: run it again with the same store to run the other {len(self) - n}"
+            if db.path is not None
+            else "they are lost with the in-memory store: give store='runs.sqlite' to keep cells across runs"
+        )
+        return f"experiment {self.name!r} stopped: {n} of {len(self)} cells finished; {kept}"
+
+    def __repr__(self) -> str:
+        return (
+            f"Experiment({self.name!r}, configurations={len(self.configs)}, inputs={len(self.cases)}, "
+            f"repeats={self.repeats}, cells={len(self)})"
+        )
+
+
+class _Writer:
+    """Finished cells, written to the store in batches (from the loop, or the cluster's thread)."""
+
+    def __init__(self, db: ExperimentStore, experiment_id: str, bar: Progress) -> None:
+        self.db, self.id, self.bar = db, experiment_id, bar
+        self._buffer: list[Cell] = []
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+
+    def __call__(self, cell: Cell) -> None:
+        self.bar.update(cell)
+        with self._lock:
+            self._buffer.append(cell)
+            if len(self._buffer) < FLUSH_CELLS and time.monotonic() - self._last < FLUSH_SECONDS:
+                return
+            batch, self._buffer = self._buffer, []
+            self._last = time.monotonic()
+            self.db.put(self.id, batch)
+
+    def flush(self) -> None:
+        with self._lock:
+            batch, self._buffer = self._buffer, []
+            self.db.put(self.id, batch)
+
+
+async def _run_here(
+    spec: Spec, todo: list[Cell], writer: _Writer, max_concurrency: int, ready: ReadyWorkflow | None, fail_fast: bool
+) -> None:
+    from .local import run_local
+
+    await run_local(spec, todo, writer, max_concurrency=max_concurrency, ready=ready, fail_fast=fail_fast)
+
+
+async def _run_on_cluster(
+    engine: Any, spec: Spec, todo: list[Cell], writer: _Writer, max_concurrency: int, batch_size: int | None
+) -> None:
+    """The Dask engine in a thread (its client blocks); cancelled, it stops submitting and cancels the rest."""
+    from .dask_engine import run_dask
+
+    stop = threading.Event()
+    loop = asyncio.get_running_loop()
+    job = loop.run_in_executor(
+        None, lambda: run_dask(engine, spec, todo, writer, stop, max_concurrency=max_concurrency, batch_size=batch_size)
+    )
+    try:
+        await asyncio.shield(job)
+    except asyncio.CancelledError:
+        stop.set()
+        await asyncio.wait([job], timeout=60)
+        raise
+
+
+def _target_identity(build: Callable[..., Any] | None, ready: Workflow | None) -> Any:
+    """A build function by name and code; a ready workflow by its graph, modes, agents and clients."""
+    if build is not None:
+        code = getattr(build, "__code__", None)
+        digest = hashlib.sha256()
+        if code is not None:
+            _code_digest(code, digest)
+        return {"build": plain_value(build), "code": digest.hexdigest()[:16]}
+    assert ready is not None
+    executors = []
+    for eid, ex in sorted(ready.executors.items()):
+        part: dict[str, Any] = {"id": eid, "class": type(ex).__qualname__}
+        if isinstance(ex, AgentExecutor):
+            agent = ex.agent
+            part.update(
+                mode=ex.context_mode,
+                filter=plain_value(ex.context_filter),
+                agent=type(agent).__qualname__,
+                instructions=getattr(agent, "instructions", None),
+                client=type(getattr(agent, "client", None)).__qualname__,
+            )
+        executors.append(part)
+    edges = [f"{g.kind} {','.join(g.sources)}->{','.join(g.targets)}" for g in ready.groups]
+    return {"workflow": ready.name, "start": ready.start_executor_id, "executors": executors, "edges": edges}
+
+
+def _code_digest(code: Any, digest: Any) -> None:
+    """The code's bytes and constants, nested functions included (a changed build makes a new experiment)."""
+    digest.update(code.co_code)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            _code_digest(const, digest)
+        else:
+            digest.update(repr(const).encode())
+    digest.update(repr(code.co_names).encode())
