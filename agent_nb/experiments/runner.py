@@ -186,16 +186,13 @@ def make_target(spec: Spec, config: Mapping[str, Any], case: Case) -> Any:
 
 
 def takes_case(build: Callable[..., Any]) -> bool:
-    """Whether ``build`` takes ``(config, case)`` rather than ``(config)``."""
+    """Whether ``build`` takes ``(config, case)``: a second positional parameter without a default."""
     try:
-        parameters = [
-            p
-            for p in inspect.signature(build).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
+        parameters = inspect.signature(build).parameters.values()
     except (TypeError, ValueError):
         return False
-    return len(parameters) >= 2
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 and positional[1].default is inspect.Parameter.empty
 
 
 def _is_harness(value: Any) -> bool:
@@ -282,8 +279,8 @@ async def _retried(spec: Spec, cell: Cell, attempt: Callable[[], Awaitable[T]]) 
 
     retrying = AsyncRetrying(
         stop=stop_after_attempt(spec.retries + 1),
-        wait=wait_exponential_jitter(initial=spec.retry_wait, max=30.0),
-        retry=retry_if_exception(lambda exc: bool(getattr(exc, "retryable", False))),
+        wait=wait_exponential_jitter(multiplier=spec.retry_wait, jitter=spec.retry_wait, max=30.0),
+        retry=retry_if_exception(retryable),
         reraise=True,
     )
     async for trying in retrying:
@@ -291,6 +288,18 @@ async def _retried(spec: Spec, cell: Cell, attempt: Callable[[], Awaitable[T]]) 
             cell.attempts = trying.retry_state.attempt_number
             return await attempt()
     raise AssertionError("unreachable: tenacity returns or raises")
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether ``exc``, or an error it was raised from (a step failed because its model did), may pass if tried again."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        if getattr(error, "retryable", False):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 async def _timed(spec: Spec, coro: Awaitable[T]) -> T:

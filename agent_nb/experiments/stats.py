@@ -49,7 +49,7 @@ def wilson(passed: int, n: int) -> tuple[float, float]:
     denominator = 1 + Z95**2 / n
     centre = (p + Z95**2 / (2 * n)) / denominator
     half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / denominator
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (0.0 if passed == 0 else max(0.0, centre - half), 1.0 if passed == n else min(1.0, centre + half))
 
 
 def bootstrap(values: Sequence[float], seed: int = 0) -> tuple[float, float]:

@@ -2,7 +2,8 @@
 
 A test marked ``@pytest.mark.allow_model_calls`` may call real models. Notebook kernels started by
 nbval inherit ``AGENT_NB_OFFLINE=1``, so a notebook under test cannot call one either. Recording
-cassettes (``AGENT_NB_RECORD=1``) lifts the refusal.
+cassettes (``AGENT_NB_RECORD=1``) lifts the refusal. Experiments draw no progress bar under test
+(``AGENT_NB_NO_PROGRESS=1``), so notebooks' stored outputs stay stable; ``progress=True`` still draws one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Declare the marker; refuse real calls in the kernels nbval will start."""
     config.addinivalue_line("markers", "allow_model_calls: this test may call real models over the network")
     os.environ.setdefault("AGENT_NB_OFFLINE", "1")  # for the kernels nbval starts
+    os.environ.setdefault("AGENT_NB_NO_PROGRESS", "1")
 
 
 @pytest.fixture(autouse=True)
