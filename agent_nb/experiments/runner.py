@@ -291,7 +291,7 @@ async def _retried(spec: Spec, cell: Cell, attempt: Callable[[], Awaitable[T]]) 
 
 
 def retryable(exc: BaseException) -> bool:
-    """Whether ``exc``, or an error it was raised from (a step failed because its model did), may pass if tried again."""
+    """Whether ``exc``, or an error it was raised from (a step failed as its model did), may pass if tried again."""
     seen: set[int] = set()
     error: BaseException | None = exc
     while error is not None and id(error) not in seen:

@@ -227,7 +227,7 @@ def test_inputs_take_every_shape_and_refuse_duplicates(tmp_path: Any) -> None:
         Experiment(lambda_free_build(MirrorChatClient()), inputs=[{"id": "a", "input": "1"}, {"id": "a", "input": "2"}])
     with pytest.raises(ArgumentError, match=r"inputs\[0\] has neither 'input' nor 'turns'"):
         Experiment(lambda_free_build(MirrorChatClient()), inputs=[{"question": "1"}])
-    with pytest.raises(ArgumentError, match="line 1 of .* is not JSON"):
+    with pytest.raises(ArgumentError, match=r"line 1 of .* is not JSON"):
         (tmp_path / "bad.jsonl").write_text("{nope\n")
         Experiment(lambda_free_build(MirrorChatClient()), inputs=tmp_path / "bad.jsonl")
     with pytest.raises(ArgumentError, match="inputs is empty"):
