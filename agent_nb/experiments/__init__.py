@@ -14,6 +14,7 @@ from . import scorers, views
 from .cells import STATUSES, Cell
 from .experiment import Experiment
 from .inputs import Case
+from .recording import cassette_for
 from .result import ExperimentResult, ExperimentTable, PairedComparison, Row
 from .runner import ExperimentError
 from .scorers import ModelJudge
@@ -36,5 +37,6 @@ __all__ = [
     "PairedComparison",
     "Row",
     "StoreError",
+    "cassette_for",
     "scorers",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import math
 import sys
@@ -19,7 +20,7 @@ import sysconfig
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .cells import Cell
 from .local import run_local
@@ -38,10 +39,27 @@ def _version() -> str:
     return str(getattr(agent_nb, "__version__", "?"))
 
 
+_SPECS: dict[str, Spec] = {}
+"""On a worker: the experiments it has unpickled, by the digest of their bytes (each is read once)."""
+
+
+def _spec_of(shipped: bytes) -> Spec:
+    import cloudpickle
+
+    digest = hashlib.sha256(shipped).hexdigest()
+    spec = _SPECS.get(digest)
+    if spec is None:
+        if len(_SPECS) >= 4:  # a worker that served many experiments keeps the last few
+            _SPECS.pop(next(iter(_SPECS)))
+        spec = _SPECS[digest] = cloudpickle.loads(shipped)
+    return spec
+
+
 def _run_batch(
-    spec: Spec, batch: Sequence[tuple[int, int, str, int]], max_concurrency: int
+    shipped: bytes, batch: Sequence[tuple[int, int, str, int]], max_concurrency: int
 ) -> list[tuple[dict[str, Any], str | None]]:
     """Runs on a worker: one batch of cells, given as (place, configuration, input id, repeat)."""
+    spec = _spec_of(shipped)
     cells = [Cell(k, spec.configs[c], input_id, repeat) for k, c, input_id, repeat in batch]
     finished: list[Cell] = []
     lock = _READY_LOCK if spec.ready is not None else contextlib.nullcontext()
@@ -95,11 +113,19 @@ def _by_value(spec: Spec) -> None:
             cloudpickle.register_pickle_by_value(module)
 
 
-def check_shippable(spec: Spec) -> None:
-    """Refuse, naming it, a part of the experiment that cannot be pickled for the cluster."""
+def shippable(spec: Spec) -> bytes:
+    """The experiment pickled for the cluster; a part that cannot be is refused, named, before anything is sent.
+
+    It is pickled here with cloudpickle (``distributed`` would pickle functions by name, and a worker
+    cannot import a notebook or a test file), and unpickled once per worker.
+    """
     import cloudpickle
 
     _by_value(spec)
+    try:
+        return cast(bytes, cloudpickle.dumps(spec))
+    except Exception:
+        pass  # find the part that cannot be pickled, to name it
     parts: list[tuple[str, Any]] = [("the build function", spec.build), ("the workflow", spec.ready)]
     parts += [(f"the scorer {getattr(s, 'name', getattr(s, '__name__', repr(s)))!r}", s) for s in spec.scorers]
     parts += [(f"the value of {k!r} in configuration {n}", v) for n, c in enumerate(spec.configs) for k, v in c.items()]
@@ -114,6 +140,9 @@ def check_shippable(spec: Spec) -> None:
                 "with open connections), give ModelJudge a function that makes its client, and keep live objects "
                 "(widgets, open files) out of the experiment"
             ) from exc
+    raise ExperimentError(
+        "Experiment: it cannot be sent to the cluster (cloudpickle refused it); nothing was submitted"
+    )
 
 
 def check_workers(client: Any) -> int:
@@ -168,12 +197,12 @@ def run_dask(
     batch_size: int | None = None,
 ) -> None:
     """Run ``cells`` on the cluster (called in a thread); ``done`` sees each as its batch returns."""
-    check_shippable(spec)
+    pickled = shippable(spec)
     from distributed import as_completed
 
     with _client(engine) as client:
         workers = check_workers(client)
-        [shipped] = client.scatter([spec], broadcast=True, hash=False)
+        [shipped] = client.scatter([pickled], broadcast=True, hash=False)
         futures = [
             client.submit(_run_batch, shipped, batch, max_concurrency, pure=False)
             for batch in _batches(cells, spec, workers, batch_size)

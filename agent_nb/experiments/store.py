@@ -44,8 +44,16 @@ class ExperimentStore:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = None if path is None else Path(path)
+        if self.path is not None and self.path.is_dir():
+            raise StoreError(
+                f"cannot open the experiment store {self.path}: it is a directory; give a file: store='runs.sqlite'"
+            )
         try:
-            self._db = connect(self.path, durable=False) if self.path is not None else sqlite3.connect(":memory:")
+            self._db = (
+                connect(self.path, durable=False)
+                if self.path is not None
+                else sqlite3.connect(":memory:", check_same_thread=False)
+            )
             self._db.isolation_level = None
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:

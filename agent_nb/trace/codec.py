@@ -4,7 +4,8 @@ Messages are shared by every snapshot of a run (a ``full`` chain hands each agen
 objects), so each distinct message is written once and the snapshots refer to it by number; a
 10-message run costs about a kilobyte and a few microseconds. What arrived, what was sent and the
 state are kept as the one-line descriptions the displays print (``Described``): a trace read back
-shows the same views, but its values are text, not the objects that were delivered.
+shows the same views and ``who_has`` finds the same facts, but its values are text, not the objects
+that were delivered.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from ..messages import AgentResponse, Message
 from .snapshots import ContextSnapshot, Sent, Trace
 from .text import describe_state, describe_value
+from .who_has import strings_of
 
 __all__ = ["Described", "dump_trace", "load_trace"]
 
@@ -25,23 +27,40 @@ _VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class Described:
-    """A delivered value read back from JSON: its description, as the trace's report shows it."""
+    """A delivered value read back from JSON: its description, and the texts it carried (for ``who_has``)."""
 
     text: str
+    carried: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return self.text
+
+    def texts(self) -> tuple[str, ...]:
+        return self.carried
 
     def __str__(self) -> str:
         return self.text
 
 
 class _Messages:
-    """Numbers the distinct messages of a trace, in the order they are met."""
+    """Numbers the distinct messages and texts of a trace, in the order they are met."""
 
     def __init__(self) -> None:
         self.index: dict[int, int] = {}
         self.messages: list[Message] = []
+        self.text_index: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def value(self, value: Any, width: int = 200) -> list[Any]:
+        """A delivered value: its description, then the numbers of the texts it carries."""
+        refs = []
+        for text in strings_of(value):
+            k = self.text_index.get(text)
+            if k is None:
+                k = self.text_index[text] = len(self.texts)
+                self.texts.append(text)
+            refs.append(k)
+        return [describe_value(value, width), refs]
 
     def refs(self, messages: Sequence[Message] | None) -> list[int] | None:
         if messages is None:
@@ -65,7 +84,7 @@ def dump_trace(trace: Trace) -> str:
             "e": s.executor_id,
             "s": s.superstep,
             "i": s.index,
-            "r": describe_value(s.received, 200),
+            "r": table.value(s.received),
             "k": s.kind,
             "kept": table.refs(s.kept),
             "dropped": table.refs(s.dropped),
@@ -80,11 +99,11 @@ def dump_trace(trace: Trace) -> str:
         if s.response is not None:
             record["response"] = [table.refs(s.response.messages), s.response.route, s.response.model]
         if s.state:
-            record["state"] = {str(k): describe_state(v, 400) for k, v in s.state.items()}
+            record["state"] = {str(k): [describe_state(v, 400), table.value(v)[1]] for k, v in s.state.items()}
         if s.sent:
-            record["sent"] = [[describe_value(x.message, 200), list(x.targets)] for x in s.sent]
+            record["sent"] = [[*table.value(x.message), list(x.targets)] for x in s.sent]
         if s.outputs:
-            record["outputs"] = [describe_value(x, 200) for x in s.outputs]
+            record["outputs"] = [table.value(x) for x in s.outputs]
         if s.error is not None:
             record["error"] = s.error
         if s.requested:
@@ -92,7 +111,13 @@ def dump_trace(trace: Trace) -> str:
         snapshots.append(record)
     chat = table.refs(trace.chat)
     messages = [m.model_dump(mode="json", exclude_none=True) for m in table.messages]
-    data = {"v": _VERSION, "executors": list(trace.executor_ids), "messages": messages, "snapshots": snapshots}
+    data = {
+        "v": _VERSION,
+        "executors": list(trace.executor_ids),
+        "messages": messages,
+        "texts": table.texts,
+        "snapshots": snapshots,
+    }
     if chat:
         data["chat"] = chat
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -102,6 +127,10 @@ def load_trace(text: str) -> Trace:
     """The trace ``dump_trace`` wrote; delivered values come back as ``Described`` texts."""
     data = json.loads(text)
     messages = [Message.model_validate(m) for m in data["messages"]]
+    texts = data["texts"]
+
+    def value(text: str, refs: list[int]) -> Described:
+        return Described(text, tuple(texts[k] for k in refs))
 
     def pick(refs: list[int] | None) -> tuple[Message, ...] | None:
         return None if refs is None else tuple(messages[k] for k in refs)
@@ -117,7 +146,7 @@ def load_trace(text: str) -> Trace:
                 executor_id=r["e"],
                 superstep=r["s"],
                 index=r["i"],
-                received=Described(r["r"]),
+                received=value(*r["r"]),
                 kind=r["k"],
                 context_mode=r.get("mode"),
                 context_filter=r.get("filter"),
@@ -127,10 +156,10 @@ def load_trace(text: str) -> Trace:
                 cached=pick(r["cached"]) or (),
                 response=response,
                 wrote=pick(r["wrote"]) or (),
-                state={k: Described(v) for k, v in r.get("state", {}).items()},
+                state={k: value(*v) for k, v in r.get("state", {}).items()},
                 turn=r["t"],
-                sent=tuple(Sent(Described(text), tuple(targets)) for text, targets in r.get("sent", ())),
-                outputs=tuple(Described(x) for x in r.get("outputs", ())),
+                sent=tuple(Sent(value(text, refs), tuple(targets)) for text, refs, targets in r.get("sent", ())),
+                outputs=tuple(value(*x) for x in r.get("outputs", ())),
                 duration=r["d"],
                 error=r.get("error"),
                 requested=tuple(r.get("requested", ())),

@@ -197,6 +197,12 @@ class Executor:
         super().__init_subclass__(**kwargs)
         cls._specs_cache = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (an experiment sent to a cluster) without the link to its workflow, which is made again."""
+        state = dict(self.__dict__)
+        state.pop("_workflow", None)
+        return state
+
     @property
     def handler_specs(self) -> tuple[_HandlerSpec, ...]:
         """The handlers: a subclass's first, each class's in definition order; an override replaces."""

@@ -82,6 +82,18 @@ class Workflow(Displayable):
         """Runs of streams left early, still rolling back: a new run waits for them."""
         self._take(executors)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled idle (an experiment sent to a cluster): without its run, its checkpointers and what waits."""
+        if self._holder is not None and self._holder() is not None:
+            raise UsageError(f"workflow {self.name!r} is running: it can be pickled only between runs")
+        state = dict(self.__dict__)
+        state.update(_holder=None, _abandoned=set(), _checkpointers={})
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._take(self.executors)
+
     @property
     def start_executor(self) -> Executor:
         return self.executors[self.start_executor_id]

@@ -1,0 +1,66 @@
+"""A trace written as compact JSON and read back shows the same report and finds the same facts."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+
+from agent_nb import AgentExecutor, ChatAgent, MirrorChatClient, UsageError, WorkflowBuilder
+from agent_nb.harness import StandardHarness, scenarios
+from agent_nb.trace.codec import dump_trace, load_trace
+
+
+def chain(mode: str) -> object:
+    client = MirrorChatClient(words=8)
+    executors = [AgentExecutor(ChatAgent(client, name=n)) for n in ("planner", "researcher", "writer")]
+    executors[2].set_context_mode(mode)
+    builder = WorkflowBuilder(start_executor=executors[0])
+    return builder.add_edge(executors[0], executors[1]).add_edge(executors[1], executors[2]).build()
+
+
+@pytest.mark.parametrize("mode", ["full", "last_agent"])
+def test_a_workflow_trace_reads_back_the_same(mode: str) -> None:
+    trace = chain(mode).run_sync("Plan a rainy Sunday in Lisbon; the budget is 40 euros").trace
+    again = load_trace(dump_trace(trace))
+    assert str(again) == str(trace)
+    assert [s.reassigned() for s in again] == [s.reassigned() for s in trace]  # handed-over replies stay marked
+    for fact in ("budget is 40", "planner", "nothing like this"):
+        assert again.who_has(fact).to_text() == trace.who_has(fact).to_text()
+
+
+def test_a_harness_trace_reads_back_the_same_facts_in_context_written_and_returned() -> None:
+    trace = scenarios.travel().play(StandardHarness).trace
+    again = load_trace(dump_trace(trace))
+    assert str(again) == str(trace) and again.chat == trace.chat
+    for fact in ("23 kg", "Lisbon", "flight"):
+        assert again.who_has(fact).to_text() == trace.who_has(fact).to_text()
+
+
+def test_each_message_and_text_is_written_once() -> None:
+    trace = chain("full").run_sync("Plan a rainy Sunday").trace
+    data = json.loads(dump_trace(trace))
+    distinct = {id(m) for s in trace for m in (*s.kept, *(s.given or ()), *s.cached, *s.wrote)}
+    distinct |= {id(m) for s in trace if s.response for m in s.response.messages}
+    assert len(data["messages"]) == len(distinct)
+    assert len(data["texts"]) == len(set(data["texts"]))
+
+
+def test_a_workflow_is_pickled_between_runs_and_runs_the_same_after() -> None:
+    workflow = chain("last_agent")
+    first = workflow.run_sync("Plan a rainy Sunday").text
+    copy = pickle.loads(pickle.dumps(workflow))
+    copy.reset()
+    assert copy.run_sync("Plan a rainy Sunday").text == first
+    assert workflow.run_sync("again").text  # the original still runs: each holds its own executors
+
+
+async def test_a_running_workflow_is_not_pickled() -> None:
+    workflow = chain("full")
+    stream = workflow.run("hello", stream=True)
+    async for _ in stream:
+        with pytest.raises(UsageError, match="it can be pickled only between runs"):
+            pickle.dumps(workflow)
+        break
+    await stream.aclose()
