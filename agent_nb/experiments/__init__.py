@@ -15,7 +15,7 @@ from .cells import STATUSES, Cell
 from .experiment import Experiment
 from .inputs import Case
 from .recording import cassette_for
-from .result import ExperimentResult, ExperimentTable, PairedComparison, Row
+from .result import Difference, ExperimentResult, ExperimentTable, PairedComparison, Row
 from .runner import ExperimentError
 from .scorers import ModelJudge
 from .stats import Estimate
@@ -27,6 +27,7 @@ __all__ = [
     "STATUSES",
     "Case",
     "Cell",
+    "Difference",
     "Estimate",
     "Experiment",
     "ExperimentError",

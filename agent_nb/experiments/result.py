@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .experiment import Experiment
     from .store import ExperimentStore
 
-__all__ = ["ExperimentResult", "ExperimentTable", "PairedComparison", "Row"]
+__all__ = ["Difference", "ExperimentResult", "ExperimentTable", "PairedComparison", "Row"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,12 @@ class Row:
 class ExperimentTable(Displayable):
     """One row per configuration (or per group of ``by``): scores with 95% intervals, tokens, latency, failures."""
 
-    def __init__(self, name: str, keys: Sequence[str], rows: Sequence[Row], score_names: Sequence[str]) -> None:
+    def __init__(
+        self, name: str, keys: Sequence[str], rows: Sequence[Row], score_names: Sequence[str], *, timings: bool = True
+    ) -> None:
         self.name, self.keys, self.rows, self.score_names = name, tuple(keys), tuple(rows), tuple(score_names)
+        self.timings = timings
+        """Whether the latency column is shown (off: a stable table, for a notebook checked under nbval)."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -55,7 +59,8 @@ class ExperimentTable(Displayable):
         return self.rows[index]
 
     def columns(self) -> list[str]:
-        return [*self.keys, "cells", *self.score_names, "tokens", "latency (s)", "failures"]
+        latency = ["latency (s)"] if self.timings else []
+        return [*self.keys, "cells", *self.score_names, "tokens", *latency, "failures"]
 
     def values(self, row: Row) -> list[str]:
         return [
@@ -63,7 +68,7 @@ class ExperimentTable(Displayable):
             str(row.cells),
             *(str(row.scores[s]) if s in row.scores else "–" for s in self.score_names),
             str(row.tokens),
-            f"{row.latency_s.mean:.3f}" if row.latency_s.n else "–",
+            *([f"{row.latency_s.mean:.3f}" if row.latency_s.n else "–"] if self.timings else []),
             str(row.failures),
         ]
 
@@ -87,29 +92,48 @@ class ExperimentTable(Displayable):
 
 
 @dataclass(frozen=True)
+class Difference:
+    """One score of ``b`` against ``a`` over the pairs where both have it."""
+
+    mean: float
+    """The mean of b - a (for pass/fail: the change in pass rate)."""
+    low: float
+    high: float
+    pairs: int
+    rate: bool = False
+    passed_a: int = 0
+    passed_b: int = 0
+    lost: int = 0
+    """Inputs ``a`` passed and ``b`` failed."""
+    gained: int = 0
+
+    def __str__(self) -> str:
+        if self.rate:
+            return (
+                f"{self.passed_a}/{self.pairs} → {self.passed_b}/{self.pairs} "
+                f"(loses {self.lost}, gains {self.gained}; {self.mean:+.0%} [{self.low:+.0%}, {self.high:+.0%}])"
+            )
+        return f"{self.mean:+.3g} [{self.low:+.3g}, {self.high:+.3g}]"
+
+
+@dataclass(frozen=True)
 class PairedComparison(Displayable):
-    """Configuration ``b`` against ``a`` on the inputs both ran: paired differences, with their intervals."""
+    """Configuration ``b`` against ``a`` on the inputs both ran: paired differences, with their 95% intervals."""
 
     a: Mapping[str, Any]
     b: Mapping[str, Any]
     pairs: int
     tokens: tuple[float, float, float]
     """Mean of b's tokens over a's, minus one (``-0.6``: 60% fewer), and its 95% interval."""
-    scores: Mapping[str, tuple[float, float, float, int, int]]
-    """Per score: mean difference b - a, its interval, and (for pass/fail) inputs b lost and gained."""
+    scores: Mapping[str, Difference]
 
     def to_text(self) -> str:
-        a, b = config_label(self.a), config_label(self.b)
-        parts = [f"{b} vs {a} on {self.pairs} inputs:"]
+        parts = []
         if not math.isnan(self.tokens[0]):
             mean, low, high = self.tokens
             parts.append(f"tokens {_signed(mean)} [{_signed(low)}, {_signed(high)}]")
-        for name, (mean, low, high, lost, gained) in self.scores.items():
-            text = f"{name} {mean:+.3g} [{low:+.3g}, {high:+.3g}]"
-            if lost or gained:
-                text += f", loses {lost} and gains {gained}"
-            parts.append(text)
-        return " ".join(parts[:1]) + " " + "; ".join(parts[1:])
+        parts += [f"{name} {d}" for name, d in self.scores.items()]
+        return f"{config_label(self.b)} vs {config_label(self.a)} on {self.pairs} inputs: " + "; ".join(parts)
 
     def __repr__(self) -> str:
         return f"PairedComparison({config_label(self.b)!r} vs {config_label(self.a)!r}, pairs={self.pairs})"
@@ -167,11 +191,14 @@ class ExperimentResult(Displayable):
 
     # -- tables -------------------------------------------------------------------
 
-    def table(self) -> ExperimentTable:
-        """One row per configuration: the mean of each score with its 95% interval, tokens, latency, failures."""
-        return self.by(*self.experiment.keys)
+    def table(self, *, timings: bool = True) -> ExperimentTable:
+        """One row per configuration: the mean of each score with its 95% interval, tokens, latency, failures.
 
-    def by(self, *keys: str) -> ExperimentTable:
+        ``timings=False`` leaves latency out, so the table is the same on every run (a notebook under nbval).
+        """
+        return self.by(*self.experiment.keys, timings=timings)
+
+    def by(self, *keys: str, timings: bool = True) -> ExperimentTable:
         """One row per value of ``keys`` (the other keys' configurations pooled)."""
         known = self.experiment.keys
         for key in keys:
@@ -197,7 +224,7 @@ class ExperimentResult(Displayable):
             latency = estimate([c["latency_s"] for c in ok])
             rows.append(Row(config, len(cells), len(cells) - len(ok), scores, tokens, latency))
         rows.sort(key=lambda r: order.get(config_key(r.config), len(order)))
-        return ExperimentTable(self.name, keys, rows, list(names))
+        return ExperimentTable(self.name, keys, rows, list(names), timings=timings)
 
     def _values(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """A stored configuration (or part of one) with its values as given: a filter is a function again."""
@@ -241,9 +268,13 @@ class ExperimentResult(Displayable):
                 continue
             diffs = [float(y) - float(x) for x, y in both]
             low, high = bootstrap(diffs)
-            lost = sum(1 for x, y in both if x is True and y is False)
-            gained = sum(1 for x, y in both if x is False and y is True)
-            scores[name] = (sum(diffs) / len(diffs), low, high, lost, gained)
+            rate = all(isinstance(v, bool) for pair in both for v in pair)
+            scores[name] = Difference(
+                sum(diffs) / len(diffs), low, high, len(both), rate,
+                passed_a=sum(1 for x, _ in both if x is True), passed_b=sum(1 for _, y in both if y is True),
+                lost=sum(1 for x, y in both if x is True and y is False),
+                gained=sum(1 for x, y in both if x is False and y is True),
+            )  # fmt: skip
         return PairedComparison(ca, cb, len(pairs), tokens, scores)
 
     def _one(self, selector: Mapping[str, Any] | str) -> dict[str, Any]:

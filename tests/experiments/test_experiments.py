@@ -329,9 +329,14 @@ async def test_compare_pairs_the_same_inputs_and_counts_what_was_lost() -> None:
     assert comparison.pairs == 12
     ratio, low, high = comparison.tokens
     assert -1 < low <= ratio <= high < 0
-    mean, _, _, lost, gained = comparison.scores["had_in_context('writer', 'budget')"]
-    assert (mean, lost, gained) == (-1.0, 12, 0)
-    assert "loses 12" in str(comparison) and "tokens -" in str(comparison)
+    had = comparison.scores["had_in_context('writer', 'budget')"]
+    assert (had.mean, had.passed_a, had.passed_b, had.lost, had.gained, had.rate) == (-1.0, 12, 0, 12, 0, True)
+    assert "had_in_context('writer', 'budget') 12/12 → 0/12 (loses 12, gains 0; -100% [-100%, -100%])" in str(
+        comparison
+    )
+    assert str(comparison).startswith(
+        "writer.context_mode=last_agent vs writer.context_mode=full on 12 inputs: tokens -"
+    )
     with pytest.raises(ArgumentError, match="selects 2 configurations"):
         result.compare({}, {"writer.context_mode": "full"})
 
