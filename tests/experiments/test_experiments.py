@@ -23,7 +23,7 @@ MODES = {"writer.context_mode": ["full", "last_agent"]}
 async def test_cells_are_configuration_by_input_by_repeat_in_order_whatever_finishes_first() -> None:
     # later inputs answer sooner: completion order is the reverse of the cells' order
     def build(config: dict[str, Any]) -> Any:
-        return chain(config, Slow(MirrorChatClient(words=8), lambda text: 0.03 if "budget 0" in text else 0.001))
+        return chain(config, Slow(MirrorChatClient(words=8), lambda text: 0.05 if "budget is 0 " in text else 0.001))
 
     exp = Experiment(build, inputs=questions(3), grid=MODES, repeats=2)
     result = await exp.run(max_concurrency=12)
@@ -122,6 +122,19 @@ async def test_a_ready_workflow_takes_routes_and_modes_cell_by_cell_and_is_put_b
         # the echo route passes the user's words on; the smart one describes them, and last_agent loses them
         assert r["score.had_in_context('writer', 'budget')"] is (mode != "last_agent" or r["route"] == "fast")
     assert writer.context_mode == "full" and writer.session is None and workflow.pending_requests == ()
+
+
+async def test_each_cell_of_a_ready_workflow_starts_from_a_clean_history_and_the_sessions_are_kept() -> None:
+    from agent_nb import AgentExecutor, InMemoryHistoryProvider, WorkflowBuilder
+
+    agent = ChatAgent(MirrorChatClient(words=8), name="solo", history=InMemoryHistoryProvider())
+    session = agent.create_session()
+    workflow = WorkflowBuilder(start_executor=AgentExecutor(agent, session=session)).build()
+    await workflow.run("what the user said before the experiment")
+    before = dict(session.state)
+    result = await Experiment(workflow, inputs=questions(4)).run(max_concurrency=4)
+    assert [r["solo.messages"] for r in result.to_records()] == [1, 1, 1, 1]  # no cell sees another's history
+    assert workflow.get_executor("solo").session is session and session.state == before
 
 
 async def test_a_ready_workflow_sends_executor_options_with_the_request() -> None:
