@@ -90,26 +90,23 @@ def _key(config: Any) -> str:
     return config_key(config)
 
 
-def _by_value(spec: Spec) -> None:
-    """Ship the code of the user's own modules (a notebook, a script, a test file) by value, not by name.
+def _by_value() -> None:
+    """Ship the code of the user's own modules (a script's helpers, a test file) by value, not by name.
 
-    A worker imports installed packages itself; a module only this process can import would fail
-    to unpickle there.
+    A worker imports installed packages and agent_nb itself; a module only this process can import
+    (one beside a notebook, a test module) would fail to unpickle there. A notebook's own functions
+    live in ``__main__``, which cloudpickle ships by value already.
     """
     import cloudpickle
 
-    installed = {
-        Path(p).resolve()
-        for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], sysconfig.get_paths()["stdlib"])
-    }
-    functions: list[Any] = [spec.build, *spec.scorers]
-    functions += [v for c in spec.configs for v in c.values() if callable(v)]
-    for f in functions:
-        module = sys.modules.get(getattr(f, "__module__", None) or "")
-        if module is None or module.__name__ == "__main__" or module.__name__.split(".")[0] == "agent_nb":
-            continue
+    paths = sysconfig.get_paths()
+    installed = {Path(paths[k]).resolve() for k in ("purelib", "platlib", "stdlib")}
+    for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if file is not None and not any(p in Path(file).resolve().parents for p in installed):
+        if file is None or name == "__main__" or name.split(".")[0] in ("agent_nb", "cloudpickle"):
+            continue
+        where = Path(file).resolve()
+        if not any(p in where.parents for p in installed) and where.suffix == ".py":
             cloudpickle.register_pickle_by_value(module)
 
 
@@ -121,7 +118,7 @@ def shippable(spec: Spec) -> bytes:
     """
     import cloudpickle
 
-    _by_value(spec)
+    _by_value()
     try:
         return cast(bytes, cloudpickle.dumps(spec))
     except Exception:
@@ -176,8 +173,13 @@ def _client(engine: Any) -> Iterator[Any]:
         return
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+    cluster = LocalCluster(  # on loopback only; its status page on a free port, never a fixed one
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        silence_logs=logging.ERROR,
     )
     try:
         with Client(cluster) as client:
@@ -195,8 +197,13 @@ def run_dask(
     *,
     max_concurrency: int,
     batch_size: int | None = None,
+    fail_fast: bool = False,
 ) -> None:
-    """Run ``cells`` on the cluster (called in a thread); ``done`` sees each as its batch returns."""
+    """Run ``cells`` on the cluster (called in a thread); ``done`` sees each as its batch returns.
+
+    ``stop`` (set when the run is cancelled) is looked at every few hundredths of a second: the
+    batches not finished yet are cancelled on the cluster, and nothing more is taken from it.
+    """
     pickled = shippable(spec)
     from distributed import as_completed
 
@@ -207,14 +214,18 @@ def run_dask(
             client.submit(_run_batch, shipped, batch, max_concurrency, pure=False)
             for batch in _batches(cells, spec, workers, batch_size)
         ]
+        arriving = as_completed(futures)
         try:
-            for future in as_completed(futures):
-                if stop.is_set():
-                    break
-                if future.status != "finished":
-                    future.result()  # raises the batch's error: a worker that died, a cell that could not start
-                for summary, detail in future.result():
-                    done(_cell(spec, summary, detail))
+            while not arriving.is_empty() and not stop.is_set():
+                if not arriving.has_ready():
+                    stop.wait(0.02)
+                    continue
+                for future in arriving.next_batch(block=False):
+                    for summary, detail in future.result():  # a batch's error (a worker that died) is raised
+                        cell = _cell(spec, summary, detail)
+                        done(cell)
+                        if fail_fast and cell.status != "ok":
+                            stop.set()
         finally:
             client.cancel(futures)
 

@@ -232,7 +232,7 @@ class Experiment:
                     if ready is not None:
                         ready.restore()
             elif todo:
-                await _run_on_cluster(engine, spec, todo, writer, max_concurrency, batch_size)
+                await _run_on_cluster(engine, spec, todo, writer, max_concurrency, batch_size, fail_fast)
         except (asyncio.CancelledError, KeyboardInterrupt):
             writer.flush()
             print(self._stopped(db, experiment_id), file=sys.stderr)
@@ -312,15 +312,31 @@ async def _run_here(
 
 
 async def _run_on_cluster(
-    engine: Any, spec: Spec, todo: list[Cell], writer: _Writer, max_concurrency: int, batch_size: int | None
+    engine: Any,
+    spec: Spec,
+    todo: list[Cell],
+    writer: _Writer,
+    max_concurrency: int,
+    batch_size: int | None,
+    fail_fast: bool,
 ) -> None:
-    """The Dask engine in a thread (its client blocks); cancelled, it stops submitting and cancels the rest."""
+    """The Dask engine in a thread (its client blocks); cancelled, it stops taking results and cancels the rest."""
     from .dask_engine import run_dask
 
     stop = threading.Event()
     loop = asyncio.get_running_loop()
     job = loop.run_in_executor(
-        None, lambda: run_dask(engine, spec, todo, writer, stop, max_concurrency=max_concurrency, batch_size=batch_size)
+        None,
+        lambda: run_dask(
+            engine,
+            spec,
+            todo,
+            writer,
+            stop,
+            max_concurrency=max_concurrency,
+            batch_size=batch_size,
+            fail_fast=fail_fast,
+        ),
     )
     try:
         await asyncio.shield(job)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builds import chain, questions, routed_chain, stable
+from builds import Slow, boom_chain, chain, questions, routed_chain, stable
 
 from agent_nb import ChatAgent, MirrorChatClient
 from agent_nb.clients.replay import cassette_client
@@ -150,3 +150,53 @@ def test_a_model_judge_made_on_the_worker_is_not_shipped_with_its_client() -> No
     again = cloudpickle.loads(cloudpickle.dumps(judge))
     assert again._client is None and made == [1]  # made again where it is used
     assert ChatAgent(MirrorChatClient(), name="x")  # the judge's module imports cleanly
+
+
+def slow_chain(config: dict[str, Any]) -> Any:
+    return chain(config, Slow(MirrorChatClient(words=8), 0.02))
+
+
+async def test_cancelled_on_a_cluster_it_cancels_the_batches_and_keeps_what_came_back(
+    dask_client: Any, tmp_path: Path
+) -> None:
+    import asyncio
+
+    path = tmp_path / "runs.sqlite"
+    exp = Experiment(slow_chain, inputs=questions(40), name="cluster stopped")
+    task = asyncio.ensure_future(exp.run(engine=dask_client, store=path, batch_size=2, max_concurrency=1))
+    for _ in range(1000):
+        if _stored(path) >= 4:
+            break
+        assert not task.done(), task.result()
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    kept = _stored(path)
+    assert 4 <= kept < 40
+    with sqlite3.connect(path) as db:
+        assert {status for (status,) in db.execute("SELECT status FROM cells")} == {"ok"}
+    for _ in range(200):  # the scheduler lets go of the cancelled batches
+        if dask_client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("batches still on the cluster after the run was cancelled")
+    whole = await exp.run(engine=dask_client, store=path)
+    assert len(whole) == 40 and stable(whole.to_records()) == stable((await exp.run()).to_records())
+
+
+async def test_fail_fast_on_a_cluster_stops_at_the_first_failed_batch(dask_client: Any) -> None:
+    inputs = ["boom first", *(f"plan {i}" for i in range(40))]
+    result = await Experiment(boom_chain, inputs=inputs).run(
+        engine=dask_client, fail_fast=True, batch_size=1, max_concurrency=1
+    )
+    assert 1 <= len(result) < 41 and result.cell(0).status == "failed"
+
+
+def _stored(path: Path) -> int:
+    try:
+        with sqlite3.connect(path) as db:
+            return int(db.execute("SELECT COUNT(*) FROM cells").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0

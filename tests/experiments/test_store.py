@@ -128,7 +128,10 @@ async def test_cancelled_in_the_middle_it_keeps_the_finished_cells_and_says_how_
 
     exp = Experiment(build, inputs=questions(30), name="slow")
     task = asyncio.ensure_future(exp.run(store=path, max_concurrency=2))
-    while stored(path) < 4:
+    for _ in range(1000):
+        if stored(path) >= 4:
+            break
+        assert not task.done(), task.result()
         await asyncio.sleep(0.02)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
