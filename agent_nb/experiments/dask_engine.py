@@ -18,7 +18,7 @@ import math
 import sys
 import sysconfig
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +30,11 @@ __all__ = ["run_dask"]
 
 _READY_LOCK = threading.Lock()
 """A ready workflow is one object per worker process: its batches take turns."""
+
+
+def _quiet() -> None:
+    """Runs on each worker of the embedded cluster before it closes: its shutdown is not logged as errors."""
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
 
 def _version() -> str:
@@ -74,7 +79,7 @@ def _run_batch(
 
 
 def _batches(
-    cells: Sequence[Cell], spec: Spec, workers: int, size: int | None
+    cells: Iterable[Cell], spec: Spec, workers: int, size: int | None
 ) -> list[list[tuple[int, int, str, int]]]:
     """Cells in batches: about four per worker, so the cluster stays busy to the end, at most 256 cells each."""
     index = {id(c): n for n, c in enumerate(spec.configs)}
@@ -184,6 +189,7 @@ def _client(engine: Any) -> Iterator[Any]:
     try:
         with Client(cluster) as client:
             yield client
+            client.run(_quiet)  # every cell is back: a heartbeat cut off by the closing cluster is no error
     finally:
         cluster.close()
 
@@ -191,7 +197,7 @@ def _client(engine: Any) -> Iterator[Any]:
 def run_dask(
     engine: Any,
     spec: Spec,
-    cells: Sequence[Cell],
+    cells: Iterable[Cell],
     done: Callable[[Cell], Any],
     stop: threading.Event,
     *,

@@ -16,7 +16,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +124,11 @@ class Experiment:
                 ) from exc
 
     @property
+    def lower_is_better(self) -> frozenset[str]:
+        """The scores where less is better (a scorer says so with ``lower_is_better = True``: gaps, errors)."""
+        return frozenset(name_of(s) for s in self.scorers if getattr(s, "lower_is_better", False))
+
+    @property
     def keys(self) -> list[str]:
         """The configuration keys, in the order first given."""
         return list(dict.fromkeys(k for c in self.configs for k in c))
@@ -134,26 +139,30 @@ class Experiment:
     def case(self, input_id: str) -> Case | None:
         return self._by_id.get(input_id)
 
-    def cells(self) -> list[Cell]:
-        """Every cell, not yet run, in order: configuration, then input, then repeat."""
+    def cells(self) -> Iterator[Cell]:
+        """Every cell, not yet run, in order: configuration, then input, then repeat (made as they are taken)."""
         k = 0
-        out = []
         for config in self.configs:
             for case in self.cases:
                 for repeat in range(self.repeats):
-                    out.append(Cell(k, config, case.id, repeat))
+                    yield Cell(k, config, case.id, repeat)
                     k += 1
-        return out
 
     def definition(self) -> dict[str, Any]:
-        """What identifies the experiment: a change to any of it makes another experiment."""
+        """What identifies the experiment: a change to any of it makes another experiment.
+
+        The inputs are kept as their number and a hash (10,000 inputs do not make a 10 MB definition).
+        """
+        inputs = hashlib.sha256()
+        for case in self.cases:
+            inputs.update(json.dumps(case.identity(), sort_keys=True, default=str).encode() + b"\n")
         return {
             "name": self.name,
             "target": _target_identity(self.build, self.ready),
             "configs": [config_key(c) for c in self.configs],
-            "inputs": [c.identity() for c in self.cases],
+            "inputs": [len(self.cases), inputs.hexdigest()[:16]],
             "repeats": self.repeats,
-            "scorers": [name_of(s) for s in self.scorers],
+            "scorers": [[name_of(s), code_digest(s)] for s in self.scorers],
             "timeout": self.timeout,
         }
 
@@ -219,19 +228,20 @@ class Experiment:
         self._claim(db, experiment_id, replace)
         stored = db.statuses(experiment_id)
         rerun = {"cancelled", "failed", "timeout"} if rerun_failed else {"cancelled"}
-        todo = [c for c in self.cells() if stored.get(c.k, "cancelled") in rerun or c.k not in stored]
+        left = sum(1 for k in range(len(self)) if stored.get(k, "cancelled") in rerun)
+        todo = (c for c in self.cells() if stored.get(c.k, "cancelled") in rerun)  # made one by one: memory stays flat
         spec = self._spec(retries=retries, retry_wait=retry_wait)
-        bar = Progress(self.name, len(self), len(self) - len(todo), enabled=wanted(progress))
+        bar = Progress(self.name, len(self), len(self) - left, enabled=wanted(progress))
         writer = _Writer(db, experiment_id, bar)
         try:
-            if todo and engine == "local":
+            if left and engine == "local":
                 ready = ReadyWorkflow(self.ready) if self.ready is not None else None
                 try:
                     await _run_here(spec, todo, writer, max_concurrency, ready, fail_fast)
                 finally:
                     if ready is not None:
                         ready.restore()
-            elif todo:
+            elif left:
                 await _run_on_cluster(engine, spec, todo, writer, max_concurrency, batch_size, fail_fast)
         except (asyncio.CancelledError, KeyboardInterrupt):
             writer.flush()
@@ -304,7 +314,12 @@ class _Writer:
 
 
 async def _run_here(
-    spec: Spec, todo: list[Cell], writer: _Writer, max_concurrency: int, ready: ReadyWorkflow | None, fail_fast: bool
+    spec: Spec,
+    todo: Iterable[Cell],
+    writer: _Writer,
+    max_concurrency: int,
+    ready: ReadyWorkflow | None,
+    fail_fast: bool,
 ) -> None:
     from .local import run_local
 
@@ -314,7 +329,7 @@ async def _run_here(
 async def _run_on_cluster(
     engine: Any,
     spec: Spec,
-    todo: list[Cell],
+    todo: Iterable[Cell],
     writer: _Writer,
     max_concurrency: int,
     batch_size: int | None,
@@ -349,11 +364,7 @@ async def _run_on_cluster(
 def _target_identity(build: Callable[..., Any] | None, ready: Workflow | None) -> Any:
     """A build function by name and code; a ready workflow by its graph, modes, agents and clients."""
     if build is not None:
-        code = getattr(build, "__code__", None)
-        digest = hashlib.sha256()
-        if code is not None:
-            _code_digest(code, digest)
-        return {"build": plain_value(build), "code": digest.hexdigest()[:16]}
+        return {"build": plain_value(build), "code": code_digest(build)}
     assert ready is not None
     executors = []
     for eid, ex in sorted(ready.executors.items()):
@@ -370,6 +381,50 @@ def _target_identity(build: Callable[..., Any] | None, ready: Workflow | None) -
         executors.append(part)
     edges = [f"{g.kind} {','.join(g.sources)}->{','.join(g.targets)}" for g in ready.groups]
     return {"workflow": ready.name, "start": ready.start_executor_id, "executors": executors, "edges": edges}
+
+
+def code_digest(value: Any) -> str:
+    """A hash of a function's code (or a class's, or a callable object's class) and of the user's code it calls.
+
+    Functions and classes it names in its module's globals are followed, when they are the user's
+    own (defined in the same module): changing a helper of the build function changes the
+    experiment. agent_nb's own code is left out (its version is not part of an experiment).
+    """
+    digest = hashlib.sha256()
+    seen: set[int] = set()
+
+    def follow(item: Any, module: str | None) -> None:
+        if id(item) in seen or getattr(item, "__module__", None) != module or module is None:
+            return
+        seen.add(id(item))
+        if inspect.isclass(item):
+            for member in vars(item).values():
+                follow(getattr(member, "__func__", member), module)
+            return
+        code = getattr(item, "__code__", None)
+        if code is None:
+            return
+        _code_digest(code, digest)
+        names = _names(code)
+        space = getattr(item, "__globals__", {})
+        for name in sorted(names):
+            if name in space:
+                follow(space[name], module)
+
+    target = value if inspect.isfunction(value) or inspect.isclass(value) else type(value)
+    module = getattr(target, "__module__", None)
+    if module is not None and module.split(".")[0] != "agent_nb":
+        follow(target, module)
+    return digest.hexdigest()[:16]
+
+
+def _names(code: Any) -> set[str]:
+    """The global names a code object (and the code nested in it) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names |= _names(const)
+    return names
 
 
 def _code_digest(code: Any, digest: Any) -> None:

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, did_you_mean
+from .configs import short
 
 if TYPE_CHECKING:
     from .result import ExperimentTable
@@ -27,7 +28,8 @@ def experiment_figure(table: ExperimentTable, score: str | None = None) -> Any:
         )
     from ..display.plots import NotebookFigure  # matplotlib, on first use
 
-    labels = [row.label.replace(", ", "\n") for row in table.rows]
+    labels = ["\n".join(short(row.config.get(k, "")) for k in table.keys) or row.label for row in table.rows]
+    keys = " / ".join(table.keys)  # the values label the bars, the keys the axis
     panels: list[tuple[str, list[Estimate | None]]] = [("tokens given", [row.tokens for row in table.rows])]
     if score is not None:
         panels.insert(0, (score, [row.scores.get(score) for row in table.rows]))
@@ -39,6 +41,7 @@ def experiment_figure(table: ExperimentTable, score: str | None = None) -> Any:
         above = [e.high - m if e is not None and e.n else 0.0 for m, e in zip(means, estimates, strict=True)]
         ax.bar(range(len(labels)), means, yerr=[below, above], capsize=4, color="#4c78a8")
         ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.set_xlabel(keys, fontsize=8)
         ax.set_title(title, fontsize=10)
         if estimates and all(e is not None and e.rate for e in estimates):
             ax.set_ylim(0, 1.05)

@@ -36,6 +36,8 @@ class Row:
     scores: Mapping[str, Estimate]
     tokens: Estimate
     latency_s: Estimate
+    score_errors: int = 0
+    """Cells where a scorer raised (their score is left out; ``result.failures()`` says why)."""
 
     @property
     def label(self) -> str:
@@ -60,7 +62,8 @@ class ExperimentTable(Displayable):
 
     def columns(self) -> list[str]:
         latency = ["latency (s)"] if self.timings else []
-        return [*self.keys, "cells", *self.score_names, "tokens", *latency, "failures"]
+        errors = ["scorer errors"] if any(r.score_errors for r in self.rows) else []
+        return [*self.keys, "cells", *self.score_names, "tokens", *latency, "failures", *errors]
 
     def values(self, row: Row) -> list[str]:
         return [
@@ -70,6 +73,7 @@ class ExperimentTable(Displayable):
             str(row.tokens),
             *([f"{row.latency_s.mean:.3f}" if row.latency_s.n else "–"] if self.timings else []),
             str(row.failures),
+            *([str(row.score_errors)] if any(r.score_errors for r in self.rows) else []),
         ]
 
     def to_text(self) -> str:
@@ -107,11 +111,19 @@ class Difference:
     """Inputs ``a`` passed and ``b`` failed."""
     gained: int = 0
 
+    lower_is_better: bool = False
+    """A score that counts something bad (a gap): then losing it is a fix, gaining it a break."""
+
     def __str__(self) -> str:
         if self.rate:
+            change = (
+                f"fixes {self.lost}, breaks {self.gained}"
+                if self.lower_is_better
+                else f"loses {self.lost}, gains {self.gained}"
+            )
             return (
                 f"{self.passed_a}/{self.pairs} → {self.passed_b}/{self.pairs} "
-                f"(loses {self.lost}, gains {self.gained}; {self.mean:+.0%} [{self.low:+.0%}, {self.high:+.0%}])"
+                f"({change}; {self.mean:+.0%} [{self.low:+.0%}, {self.high:+.0%}])"
             )
         return f"{self.mean:+.3g} [{self.low:+.3g}, {self.high:+.3g}]"
 
@@ -222,7 +234,8 @@ class ExperimentResult(Displayable):
             scores = {n: estimate([c["scores"].get(n) for c in ok]) for n in names}
             tokens = estimate([float(sum(e["tokens"] for e in c["executors"].values())) for c in ok])
             latency = estimate([c["latency_s"] for c in ok])
-            rows.append(Row(config, len(cells), len(cells) - len(ok), scores, tokens, latency))
+            errors = sum(1 for c in ok if c["score_errors"])
+            rows.append(Row(config, len(cells), len(cells) - len(ok), scores, tokens, latency, errors))
         rows.sort(key=lambda r: order.get(config_key(r.config), len(order)))
         return ExperimentTable(self.name, keys, rows, list(names), timings=timings)
 
@@ -274,6 +287,7 @@ class ExperimentResult(Displayable):
                 passed_a=sum(1 for x, _ in both if x is True), passed_b=sum(1 for _, y in both if y is True),
                 lost=sum(1 for x, y in both if x is True and y is False),
                 gained=sum(1 for x, y in both if x is False and y is True),
+                lower_is_better=name in self.experiment.lower_is_better,
             )  # fmt: skip
         return PairedComparison(ca, cb, len(pairs), tokens, scores)
 

@@ -268,24 +268,30 @@ async def run_cell(spec: Spec, cell: Cell, ready: ReadyWorkflow | None) -> Cell:
         await _score(spec, cell)
         if spec.keep_traces:
             cell.detail = dump_trace(trace)
+        cell._trace = None  # the live trace is let go: a finished cell holds numbers and its JSON only
     return cell
 
 
 async def _retried(spec: Spec, cell: Cell, attempt: Callable[[], Awaitable[T]]) -> T:
     """``attempt()``, tried again with exponential backoff (tenacity) while a model error is retryable."""
-    if spec.retries == 0:
-        return await attempt()
+    try:
+        return await attempt()  # most cells succeed at once: no retry machinery for them
+    except Exception as exc:
+        if spec.retries == 0 or not retryable(exc):
+            raise
     from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+    await asyncio.sleep(spec.retry_wait)  # the first wait; tenacity doubles the next ones, with jitter
+
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(spec.retries + 1),
+        stop=stop_after_attempt(spec.retries),  # the first attempt was made above
         wait=wait_exponential_jitter(multiplier=spec.retry_wait, jitter=spec.retry_wait, max=30.0),
         retry=retry_if_exception(retryable),
         reraise=True,
     )
     async for trying in retrying:
         with trying:
-            cell.attempts = trying.retry_state.attempt_number
+            cell.attempts = trying.retry_state.attempt_number + 1
             return await attempt()
     raise AssertionError("unreachable: tenacity returns or raises")
 

@@ -2,7 +2,9 @@
 
 A ``bool`` is a pass or a fail (the table gives its rate with a Wilson interval), a number is
 averaged (with a bootstrap interval), a ``dict`` is several scores named ``scorer.key``, and
-``None`` means "does not apply" (left out of the statistics). A scorer may be ``async``.
+``None`` means "does not apply" (left out of the statistics). A scorer may be ``async``. One that
+counts something bad says ``lower_is_better = True`` (as ``has_gap`` does), and ``compare`` then
+calls a change for the better a fix.
 Scorers run beside the cell's run (on the worker, on a cluster), where its live trace is.
 
 ```python
@@ -188,6 +190,7 @@ def not_in_context(executor: str, fact: str | Callable[[str], bool]) -> Scorer:
 class _Gaps(Scorer):
     def __init__(self, kind: str | None, count: bool) -> None:
         self.kind, self.count = kind, count
+        self.lower_is_better = kind is not None  # a gap is bad; no_gaps() is good
         self.name = "no_gaps" if kind is None else f"{'gap_count' if count else 'has_gap'}({kind!r})"
 
     def score(self, cell: Cell) -> bool | int:

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
+
 from ..disk import sqlite_problem
 from ..errors import AgentNbError
 from ..sqlite import connect, transaction
@@ -102,7 +104,7 @@ class ExperimentStore:
 
     def put(self, experiment_id: str, cells: Iterable[Cell]) -> None:
         """Write finished cells in one transaction (a cell run again replaces its failed record)."""
-        rows = [(experiment_id, c.k, c.status, json.dumps(c.summary(), ensure_ascii=False), c.detail) for c in cells]
+        rows = [(experiment_id, c.k, c.status, to_json(c.summary()).decode(), c.detail) for c in cells]
         if rows:
             with self._writing("write cells to") as db:
                 db.executemany("INSERT OR REPLACE INTO cells VALUES (?, ?, ?, ?, ?)", rows)

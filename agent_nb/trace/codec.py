@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic_core import to_json
+
 from ..messages import AgentResponse, Message
 from .snapshots import ContextSnapshot, Sent, Trace
 from .text import describe_state, describe_value
@@ -50,9 +52,17 @@ class _Messages:
         self.messages: list[Message] = []
         self.text_index: dict[str, int] = {}
         self.texts: list[str] = []
+        self.values: dict[int, list[Any]] = {}
+        self.kept: list[Any] = []
 
     def value(self, value: Any, width: int = 200) -> list[Any]:
-        """A delivered value: its description, then the numbers of the texts it carries."""
+        """A delivered value: its description, then the numbers of the texts it carries.
+
+        What one executor sent is what the next received: each value is described once.
+        """
+        known = self.values.get(id(value))
+        if known is not None:
+            return known
         refs = []
         for text in strings_of(value):
             k = self.text_index.get(text)
@@ -60,7 +70,9 @@ class _Messages:
                 k = self.text_index[text] = len(self.texts)
                 self.texts.append(text)
             refs.append(k)
-        return [describe_value(value, width), refs]
+        described = self.values[id(value)] = [describe_value(value, width), refs]
+        self.kept.append(value)  # alive until the dump ends, so its id is not reused
+        return described
 
     def refs(self, messages: Sequence[Message] | None) -> list[int] | None:
         if messages is None:
@@ -103,24 +115,23 @@ def dump_trace(trace: Trace) -> str:
         if s.sent:
             record["sent"] = [[*table.value(x.message), list(x.targets)] for x in s.sent]
         if s.outputs:
-            record["outputs"] = [table.value(x) for x in s.outputs]
+            record["outputs"] = [0 if x is s.response else table.value(x) for x in s.outputs]  # 0: the answer
         if s.error is not None:
             record["error"] = s.error
         if s.requested:
             record["requested"] = list(s.requested)
         snapshots.append(record)
     chat = table.refs(trace.chat)
-    messages = [m.model_dump(mode="json", exclude_none=True) for m in table.messages]
     data = {
         "v": _VERSION,
         "executors": list(trace.executor_ids),
-        "messages": messages,
+        "messages": table.messages,
         "texts": table.texts,
         "snapshots": snapshots,
     }
     if chat:
         data["chat"] = chat
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return to_json(data, exclude_none=True).decode()  # one pass in pydantic-core: messages and all
 
 
 def load_trace(text: str) -> Trace:
@@ -159,7 +170,7 @@ def load_trace(text: str) -> Trace:
                 state={k: value(*v) for k, v in r.get("state", {}).items()},
                 turn=r["t"],
                 sent=tuple(Sent(value(text, refs), tuple(targets)) for text, refs, targets in r.get("sent", ())),
-                outputs=tuple(value(*x) for x in r.get("outputs", ())),
+                outputs=tuple(response if x == 0 else value(*x) for x in r.get("outputs", ())),
                 duration=r["d"],
                 error=r.get("error"),
                 requested=tuple(r.get("requested", ())),

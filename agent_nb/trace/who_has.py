@@ -6,7 +6,7 @@ happened in a run, not what a design says should happen.
 
 ```python
 table = trace.who_has("23 kg")
-table["orchestrator"].in_context   # True or False
+table["orchestrator"].in_context   # where it was: empty (falsy) when never
 ```
 """
 

@@ -470,3 +470,25 @@ async def test_bad_run_arguments_are_refused() -> None:
     ):
         with pytest.raises(ArgumentError, match=words):
             await exp.run(**kwargs)
+
+
+async def test_compare_calls_a_gap_that_goes_away_a_fix_and_the_table_counts_scorer_errors() -> None:
+    def build(config: dict[str, Any], case: Any) -> Any:
+        kind = StandardHarness if config["harness"] == "standard" else CentralizedHarness
+        return kind(scenarios.opening_hours().build())
+
+    def broken(cell: Any) -> Any:
+        return ("not", "a score")
+
+    script = [text for _, text in scenarios.opening_hours().script]
+    exp = Experiment(
+        build,
+        inputs=[{"id": "h", "turns": script}],
+        grid={"harness": ["standard", "centralized"]},
+        scorers=[scorers.has_gap("duplicate answer"), broken],
+    )
+    result = await exp.run()
+    comparison = str(result.compare({"harness": "standard"}, {"harness": "centralized"}))
+    assert "has_gap('duplicate answer') 1/1 → 0/1 (fixes 1, breaks 0;" in comparison
+    table = result.table(timings=False)
+    assert table.columns()[-1] == "scorer errors" and [r.score_errors for r in table.rows] == [1, 1]

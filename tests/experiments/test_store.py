@@ -210,3 +210,33 @@ def test_killed_or_interrupted_in_the_middle_then_run_again_equals_an_uninterrup
         query = "SELECT k, status, json_remove(summary, '$.latency_s') FROM cells ORDER BY k"
         assert a.execute(query).fetchall() == b.execute(query).fetchall()
         assert a.execute("SELECT COUNT(DISTINCT k) FROM cells").fetchone()[0] == 80
+
+
+def test_changing_a_helper_of_the_build_or_a_scorer_makes_another_experiment(tmp_path: Path) -> None:
+    source = """
+from builds import chain
+
+def helper(config):
+    return chain(config)
+
+def build(config):
+    return helper(config)
+
+def judged(cell):
+    return len(cell.output) > 3
+"""
+    ids = []
+    for n, (helper, score) in enumerate(
+        [("chain(config)", "3"), ("chain(config)", "3"), ("chain(dict(config))", "3"), ("chain(config)", "4")]
+    ):
+        path = tmp_path / f"variant{n}.py"
+        path.write_text(
+            source.replace(
+                "helper(config):\n    return chain(config)", f"helper(config):\n    return {helper}"
+            ).replace("> 3", f"> {score}")
+        )
+        namespace: dict[str, Any] = {"__name__": f"variant{n}"}  # its functions' module
+        exec(compile(path.read_text(), str(path), "exec"), namespace)
+        exp = Experiment(namespace["build"], inputs=questions(1), scorers=[namespace["judged"]], name="same")
+        ids.append(exp.definition()["target"]["code"] + "/" + exp.definition()["scorers"][0][1])
+    assert ids[0] == ids[1] and len({ids[0], ids[2], ids[3]}) == 3
