@@ -67,7 +67,7 @@ bench-quick: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python bench/compare.py --quick
 
 # agent_nb's own benchmarks, one by one, with their targets.
-bench-ours: $(VENV)/.installed
+bench-ours: $(VENV)/.installed-dev
 	$(BIN)/python bench/agent_nb_bench.py
 	$(BIN)/python bench/checkpoint_bench.py
 	$(BIN)/python bench/routing_bench.py
