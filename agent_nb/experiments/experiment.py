@@ -53,7 +53,7 @@ class Experiment:
         scorers: functions ``(cell) -> bool | float | dict | None`` (``agent_nb.experiments.scorers``).
         repeats: runs of each (configuration, input).
         name: how the store knows the experiment; by default the target's name.
-        timeout: seconds a cell may take (then it is ``timeout``); ``None`` for no limit.
+        timeout: seconds one try of a cell may take (then it is ``timeout``); ``None`` for no limit.
         keep_traces: store each cell's trace, so ``result.cell(k).view()`` shows its run.
     """
 
