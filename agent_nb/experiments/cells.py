@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..contents import shorten
 from ..messages import estimate_tokens
 from ..rendering import Displayable
 from .configs import config_label, plain_value
@@ -120,7 +121,7 @@ class Cell(Displayable):
         if self.error:
             lines.append(f"  error: {self.error_type}: {self.error}")
         if self.output:
-            lines.append(f"  output: {_short(self.output, 200)}")
+            lines.append(f"  output: {shorten(self.output, 200)}")
         for eid, e in self.executors.items():
             lines.append(f"  {eid}: {e['messages']} messages, {e['tokens']} tokens given, {e['dropped']} dropped")
         if self.findings:
@@ -130,10 +131,6 @@ class Cell(Displayable):
                 f"  {name} = {value!r}" + (f"  ({self.score_errors[name]})" if name in self.score_errors else "")
             )
         return "\n".join(lines)
-
-
-def _short(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def measure(cell: Cell, trace: Trace) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ArgumentError, bad_argument
+from ..messages import Message
 
 __all__ = ["config_key", "config_label", "expand", "plain_value"]
 
@@ -48,9 +49,11 @@ def expand(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | Non
 
 
 def plain_value(value: Any) -> Any:
-    """A configuration value as JSON: functions by module and qualified name, others by their repr."""
+    """A value as JSON, for keys and hashes: messages by their fields, functions by module and name, others by repr."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    if isinstance(value, Message):
+        return value.model_dump(mode="json", exclude_none=True)
     if isinstance(value, (list, tuple)):
         return [plain_value(v) for v in value]
     if isinstance(value, Mapping):

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ArgumentError, bad_argument
 from ..messages import Message
+from .configs import plain_value
 
 __all__ = ["Case", "read_inputs"]
 
@@ -41,7 +42,7 @@ class Case:
 
     def identity(self) -> Any:
         """What the experiment's hash reads of this case (JSON-ready)."""
-        return [self.id, [_plain(t) for t in self.turns], _plain(dict(self.fields))]
+        return [self.id, plain_value(list(self.turns)), plain_value(dict(self.fields))]
 
 
 def read_inputs(inputs: Any) -> tuple[Case, ...]:
@@ -125,16 +126,3 @@ def _jsonl(path: Path) -> list[Any]:
                     f"{WHERE}: line {n} of {path} is not JSON ({exc}); each line holds one input", argument="inputs"
                 ) from exc
     return entries
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as JSON-ready data for hashing: messages by their fields, anything else by its repr."""
-    if isinstance(value, Message):
-        return value.model_dump(mode="json", exclude_none=True)
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return f"{type(value).__module__}.{type(value).__qualname__}:{value!r}"

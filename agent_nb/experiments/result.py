@@ -17,7 +17,7 @@ from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..rendering import Displayable
 from .cells import Cell
 from .configs import config_key, config_label, short
-from .stats import Estimate, bootstrap, estimate
+from .stats import Estimate, bootstrap, bootstrap_ratio, estimate
 
 if TYPE_CHECKING:
     from .experiment import Experiment
@@ -267,7 +267,7 @@ class ExperimentResult(Displayable):
         tokens = (math.nan, math.nan, math.nan)
         if pairs and sum(tok_a):
             ratio = sum(tok_b) / sum(tok_a) - 1
-            low, high = _ratio_interval(tok_a, tok_b)
+            low, high = bootstrap_ratio(tok_a, tok_b)
             tokens = (ratio, low, high)
         scores = {}
         names = dict.fromkeys(n for p in pairs for n in mine[ka][p]["scores"])
@@ -365,23 +365,3 @@ class ExperimentResult(Displayable):
 
     def __repr__(self) -> str:
         return f"ExperimentResult({self.name!r}, cells={len(self)}/{self.planned})"
-
-
-def _ratio_interval(a: Sequence[float], b: Sequence[float], seed: int = 0) -> tuple[float, float]:
-    """A paired bootstrap interval of sum(b) / sum(a) - 1 (resampling inputs)."""
-    import random
-
-    from .stats import RESAMPLES
-
-    rng = random.Random(seed)
-    n = len(a)
-    ratios = []
-    for _ in range(RESAMPLES):
-        picks = rng.choices(range(n), k=n)
-        sa = sum(a[i] for i in picks)
-        if sa:
-            ratios.append(sum(b[i] for i in picks) / sa - 1)
-    ratios.sort()
-    if not ratios:
-        return (math.nan, math.nan)
-    return (ratios[int(0.025 * len(ratios))], ratios[int(0.975 * len(ratios)) - 1])

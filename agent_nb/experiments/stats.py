@@ -11,7 +11,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Estimate", "bootstrap", "estimate", "wilson"]
+__all__ = ["Estimate", "bootstrap", "bootstrap_ratio", "estimate", "wilson"]
 
 Z95 = 1.959963984540054
 RESAMPLES = 2000
@@ -60,8 +60,28 @@ def bootstrap(values: Sequence[float], seed: int = 0) -> tuple[float, float]:
     if n == 1 or min(values) == max(values):
         return (values[0], values[0]) if n == 1 else (min(values), max(values))
     rng = random.Random(seed)
-    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(RESAMPLES))
-    return (means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1])
+    return _percentiles([sum(rng.choices(values, k=n)) / n for _ in range(RESAMPLES)])
+
+
+def _percentiles(draws: list[float]) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of bootstrap draws (NaN when there are none)."""
+    if not draws:
+        return (math.nan, math.nan)
+    draws.sort()
+    return (draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1])
+
+
+def bootstrap_ratio(a: Sequence[float], b: Sequence[float], seed: int = 0) -> tuple[float, float]:
+    """A paired bootstrap interval of ``sum(b) / sum(a) - 1``, resampling the pairs (seeded: reproducible)."""
+    rng = random.Random(seed)
+    n = len(a)
+    draws = []
+    for _ in range(RESAMPLES):
+        picks = rng.choices(range(n), k=n)
+        total = sum(a[i] for i in picks)
+        if total:
+            draws.append(sum(b[i] for i in picks) / total - 1)
+    return _percentiles(draws)
 
 
 def estimate(values: Sequence[object], seed: int = 0) -> Estimate:

@@ -7,7 +7,9 @@ experiment ships a test module's code with it) and builds its own clients.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from agent_nb import AgentExecutor, ChatAgent, EchoChatClient, Message, MirrorChatClient, WorkflowBuilder
@@ -113,6 +115,25 @@ class Flaky:
 def boom_chain(config: dict[str, Any]) -> Workflow:
     """``chain``, whose model refuses (not retryable) every request about "boom"."""
     return chain(config, Flaky(MirrorChatClient(words=8), "boom", 10**9, ModelBadRequest))
+
+
+def stored(path: Path) -> int:
+    """How many cells the store file at ``path`` holds, read as another program would (0 before it exists)."""
+    try:
+        with sqlite3.connect(path) as db:
+            return int(db.execute("SELECT COUNT(*) FROM cells").fetchone()[0])
+    except sqlite3.OperationalError:  # no cells table yet
+        return 0
+
+
+async def until_stored(path: Path, cells: int, task: asyncio.Future[Any]) -> None:
+    """Wait, bounded, until the running experiment ``task`` has stored ``cells`` cells (it must still run)."""
+    for _ in range(1000):
+        if stored(path) >= cells:
+            return
+        assert not task.done(), task.result()
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"fewer than {cells} cells stored in 20 s")
 
 
 def stable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

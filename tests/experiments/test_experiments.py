@@ -313,8 +313,9 @@ async def test_a_model_judge_scores_through_any_chat_client() -> None:
     )
     assert [c.scores["judge"] for c in result.cells()] == [0.75, 0.0, None]
     assert "no 'SCORE: x'" in result.cell(2).score_errors["judge"]
-    (request, *_) = judge_client.requests if hasattr(judge_client, "requests") else [None]
-    assert request is None or "Is the output helpful?" in str(request)
+    (system, user), _ = judge_client.requests[0]
+    assert "Is the output helpful?" in system.text and "Input:\na" in user.text
+    assert f"Output:\n{result.cell(0).output}" in user.text
 
 
 async def test_the_table_gives_wilson_intervals_for_rates_and_bootstrap_for_means() -> None:

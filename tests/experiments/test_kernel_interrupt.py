@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+from builds import stored
 from doubles import subprocess_env
 from jupyter_client.manager import start_new_kernel
 
@@ -21,14 +21,6 @@ def build(config):
 
 exp = Experiment(build, inputs=questions(60), name="stopped")
 """
-
-
-def stored(path: Path) -> int:
-    try:
-        with sqlite3.connect(path) as db:
-            return int(db.execute("SELECT COUNT(*) FROM cells").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 def outputs(kc: Any, msg_id: str, limit: float = 120) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builds import Slow, chain, questions, stable
+from builds import Slow, chain, questions, stable, stored, until_stored
 from doubles import subprocess_env
 
 from agent_nb import MirrorChatClient
@@ -46,14 +46,6 @@ class Counting:
 
 def counted(config: dict[str, Any]) -> Any:
     return chain(config, Counting())
-
-
-def stored(path: Path) -> int:
-    with sqlite3.connect(path) as db:
-        try:
-            return int(db.execute("SELECT COUNT(*) FROM cells").fetchone()[0])
-        except sqlite3.OperationalError:  # not created yet
-            return 0
 
 
 async def test_a_run_again_runs_only_the_missing_cells(tmp_path: Path) -> None:
@@ -128,11 +120,7 @@ async def test_cancelled_in_the_middle_it_keeps_the_finished_cells_and_says_how_
 
     exp = Experiment(build, inputs=questions(30), name="slow")
     task = asyncio.ensure_future(exp.run(store=path, max_concurrency=2))
-    for _ in range(1000):
-        if stored(path) >= 4:
-            break
-        assert not task.done(), task.result()
-        await asyncio.sleep(0.02)
+    await until_stored(path, 4, task)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -8,68 +8,20 @@ test's temporary directory): look at them.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_lab import CHROMIUM, artifacts, chromium_page, free_port, isolated_env, lab, serve, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "03_playground.ipynb"
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
-TIMEOUT_MS = 90_000  # a server and a kernel starting on two busy cores
-TOKEN = "agent-nb-test"
-
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)"),
 ]
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _serve(args: list[str], cwd: Path, ready: str, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
-    end = time.monotonic() + 120
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{args[2]} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            urllib.request.urlopen(ready, timeout=2)
-            return proc
-        except urllib.error.HTTPError:
-            return proc  # any answer means it listens
-        except OSError:
-            time.sleep(0.25)
-    _stop(proc)
-    raise TimeoutError(f"{args[2]} did not start in 120 s:\n{log.read_text()[-3000:]}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)  # servers shut their kernels down on SIGTERM
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -83,60 +35,31 @@ def served(tmp_path_factory):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nbformat.write(nb, root / NOTEBOOK.name)
-    env = dict(os.environ)
-    for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
-                     ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
-                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")]:  # fmt: skip
-        env[var] = str(base / "jupyter" / sub)
-    news = base / "jupyter" / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    news.parent.mkdir(parents=True)
-    news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))  # else a toast covers the page
-    env["PYTHONPATH"] = str(ROOT)
+    env = isolated_env(base)
     return base, root, env
 
 
 @pytest.fixture(scope="module")
 def lab_url(served):
     base, root, env = served
-    port = _port()
-    args = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.token={TOKEN}",
-            "--ServerApp.ip=127.0.0.1", f"--port={port}", "--allow-root", f"--ServerApp.root_dir={root}"]  # fmt: skip
-    proc = _serve(args, root, f"http://127.0.0.1:{port}/api/status?token={TOKEN}", base / "lab.log", env)
-    yield f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK.name}?token={TOKEN}"
-    _stop(proc)
+    with lab(root, base, env, NOTEBOOK.name) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def voila_url(served):
     base, root, env = served
-    port = _port()
+    port = free_port()
     args = [sys.executable, "-m", "voila", NOTEBOOK.name, "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1"]
-    proc = _serve(args, root, f"http://127.0.0.1:{port}/__ready__", base / "voila.log", env)  # GET / would run it
+    proc = serve(args, root, f"http://127.0.0.1:{port}/__ready__", base / "voila.log", env)  # GET / would run it
     yield f"http://127.0.0.1:{port}/"
-    _stop(proc)
+    stop(proc)
 
 
 @pytest.fixture
 def page():
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, args=FLAGS, viewport={"width": 1400, "height": 1400}
-        )
-        tab = context.pages[0] if context.pages else context.new_page()
-        tab.set_default_timeout(TIMEOUT_MS)
+    with chromium_page() as tab:
         yield tab
-        context.close()
-    shutil.rmtree(profile, ignore_errors=True)
-
-
-def _artifacts(tmp_path: Path) -> Path:
-    out = Path(os.environ.get("AGENT_NB_ARTIFACTS") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
 
 
 @contextlib.contextmanager
@@ -186,7 +109,7 @@ def converse(page, shots: Path, name: str) -> None:
 def test_in_jupyterlab(page, lab_url, tmp_path):
     from playwright.sync_api import expect
 
-    shots = _artifacts(tmp_path)
+    shots = artifacts(tmp_path)
     page.goto(lab_url)
     page.wait_for_selector(".jp-Notebook .jp-Cell")
     expect(page.locator(".jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$"))).to_have_count(1)
@@ -200,7 +123,7 @@ def test_in_jupyterlab(page, lab_url, tmp_path):
 
 
 def test_in_voila(page, voila_url, tmp_path):
-    shots = _artifacts(tmp_path)
+    shots = artifacts(tmp_path)
     page.goto(voila_url)
     page.wait_for_selector(".anb-playground")
     with _shot_on_failure(page, shots / "voila-failed.png"):
