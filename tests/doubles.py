@@ -98,6 +98,16 @@ class Gate:
 TESTS = Path(__file__).resolve().parent
 
 
+async def run_plain_or_streamed(workflow: Any, value: Any, stream: bool) -> Any:
+    """``workflow.run(value)``, or the same run streamed to its end: its ``RunResult`` either way."""
+    if not stream:
+        return await workflow.run(value)
+    async with workflow.run(value, stream=True) as events:
+        async for _ in events:
+            pass
+    return events.result
+
+
 def subprocess_env(test_file: str | Path) -> dict[str, str]:
     """The environment for a child Python that imports these helpers and the test module ``test_file``.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -184,27 +185,32 @@ async def test_a_message_never_makes_a_secret(cls, stream) -> None:
     assert text == "You typed abcd1234efgh5678, and the key ***."
 
 
-@pytest.mark.parametrize("cls", CLIENTS)
-async def test_the_messages_are_not_read_for_secrets(cls, monkeypatch) -> None:
-    """However long the conversation, finding a call's secrets reads the same few values."""
-    calls = 0
+def counted_secret_reads(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Counts the calls of ``secrets_in`` (``reads.n``), in the redaction module and where the clients call it."""
+    reads = types.SimpleNamespace(n=0)
     real = redaction.secrets_in
 
     def counting(value: Any, **kwargs: Any) -> set[str]:
-        nonlocal calls
-        calls += 1
+        reads.n += 1
         return real(value, **kwargs)
 
     monkeypatch.setattr(redaction, "secrets_in", counting)
     monkeypatch.setattr(_common, "secrets_in", counting)
+    return reads
+
+
+@pytest.mark.parametrize("cls", CLIENTS)
+async def test_the_messages_are_not_read_for_secrets(cls, monkeypatch) -> None:
+    """However long the conversation, finding a call's secrets reads the same few values."""
+    reads = counted_secret_reads(monkeypatch)
     client = cls("m", client=sdk_answering(lambda request: "fine"), extra_body={"client_secret": "cs-0123456789"})
     await client.get_response([Message("user", "warm up")])
     counted = {}
     for n in (10, 1000):
         conversation = [Message("user" if i % 2 == 0 else "assistant", f"message {i}") for i in range(n)]
-        calls = 0
+        reads.n = 0
         await client.get_response(conversation, {"extra_headers": {"X-Trace": "t"}})
-        counted[n] = calls
+        counted[n] = reads.n
     assert counted[10] == counted[1000], counted
 
 
@@ -233,22 +239,13 @@ async def test_a_requests_own_options_still_hold_secrets(monkeypatch) -> None:
 
 def test_the_clients_own_secrets_are_found_once_and_again_when_they_change(monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-first-0001")
-    calls = 0
-    real = redaction.secrets_in
-
-    def counting(value: Any, **kwargs: Any) -> set[str]:
-        nonlocal calls
-        calls += 1
-        return real(value, **kwargs)
-
-    monkeypatch.setattr(redaction, "secrets_in", counting)
-    monkeypatch.setattr(_common, "secrets_in", counting)
+    reads = counted_secret_reads(monkeypatch)
     client = OpenAIChatClient("m", client=openai.AsyncOpenAI(api_key="sk-first-sdk-0001", base_url="http://h/v1"))
     assert client.scrub("sk-first-sdk-0001 sk-env-first-0001") == "*** ***"
-    calls = 0
+    reads.n = 0
     for _ in range(3):
         assert client.scrub("sk-first-sdk-0001") == "***"
-    assert calls == 0  # nothing read again
+    assert reads.n == 0  # nothing read again
     client._client = openai.AsyncOpenAI(api_key="sk-second-sdk-0002", base_url="http://h/v1")  # replaced
     assert client.scrub("sk-second-sdk-0002") == "***"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-second-0002")

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from doubles import run_plain_or_streamed
 from graphs import (
     Built,
     GraphSpec,
@@ -260,13 +261,7 @@ def test_agents_sharing_a_session_in_one_superstep_see_it_as_it_began_and_store_
             for name, delay in (("a1", 0.02), ("a2", 0), ("a3", 0))
         ]
         workflow = WorkflowBuilder(start_executor=a0).add_fan_out_edges(a0, fan).build()
-        if stream:
-            async with workflow.run("hi", stream=True) as events:
-                async for _ in events:
-                    pass
-            result = events.result
-        else:
-            result = await workflow.run("hi")
+        result = await run_plain_or_streamed(workflow, "hi", stream)
         assert result is not None
         answers = [s.response.text for s in result.trace if s.executor_id != "a0"]
         stored = [m.text for m in await history.load(shared) if m.role == "assistant"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from doubles import run_plain_or_streamed
 
 from agent_nb import Executor, WorkflowBuilder, WorkflowContext, handler
 
@@ -56,13 +57,7 @@ async def test_messages_and_state_of_one_superstep_land_in_the_order_their_sende
         .add_edge(second, sink)
         .build()
     )
-    if stream:
-        async with workflow.run("go", stream=True) as events:
-            async for _ in events:
-                pass
-        result = events.result
-    else:
-        result = await workflow.run("go")
+    result = await run_plain_or_streamed(workflow, "go", stream)
     assert result is not None
     assert sink.got == [f"{first.id} 1", f"{first.id} 2", f"{second.id} 1", f"{second.id} 2"]
     assert result.state["last"] == second.id  # set by both; the one that started later wins, however fast it was
