@@ -11,14 +11,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_lab import artifacts, free_port, serve, stop
 
 from tests.widgets.test_playground_browser import (  # noqa: F401 - the page fixture is used by name
     ROOT,
-    _artifacts,
-    _port,
-    _serve,
     _shot_on_failure,
-    _stop,
     page,
     served,
 )
@@ -35,17 +32,17 @@ def voila_url(served):  # noqa: F811 - the fixture imported above
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nbformat.write(nb, root / NOTEBOOK.name)
-    port = _port()
+    port = free_port()
     args = [sys.executable, "-m", "voila", NOTEBOOK.name, "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1"]
-    proc = _serve(args, root, f"http://127.0.0.1:{port}/__ready__", base / "voila-requests.log", env)
+    proc = serve(args, root, f"http://127.0.0.1:{port}/__ready__", base / "voila-requests.log", env)
     yield f"http://127.0.0.1:{port}/"
-    _stop(proc)
+    stop(proc)
 
 
 def test_approve_a_refund_in_voila(page, voila_url, tmp_path: Path) -> None:  # noqa: F811
     from playwright.sync_api import expect
 
-    shots = _artifacts(tmp_path)
+    shots = artifacts(tmp_path)
     page.goto(voila_url)
     form = page.locator(".anb-requests").first
     with _shot_on_failure(page, shots / "requests-failed.png"):
