@@ -125,6 +125,10 @@ class Conversation(Sequence[Message]):
     def __repr__(self) -> str:
         return f"Conversation({len(self)} messages)"
 
+    def storage(self) -> tuple[object, int]:
+        """The log this view reads, and its length: views of one log hold the same message at each place."""
+        return self._log, self._stop
+
     def to_list(self) -> list[Message]:
         """A new list of the messages (one C-level copy)."""
         return self._log.messages[: self._stop]

@@ -296,7 +296,13 @@ def estimate_tokens(messages: Sequence[Message] | str) -> int:
     """
     if isinstance(messages, str):
         return math.ceil(len(messages) / 4)
-    return sum(math.ceil(sum(map(_characters, m.contents)) / 4) + 3 for m in messages)
+    total = 0
+    for m in messages:
+        characters = 0
+        for c in m.contents:
+            characters += len(c.text) if c.type == "text" else _characters(c)  # text, the common case, inline
+        total += -(-characters // 4) + 3  # ceil(characters / 4), in integers
+    return total
 
 
 def _characters(content: Any) -> int:

@@ -20,10 +20,17 @@ from pathlib import Path
 __all__ = ["connect", "transaction"]
 
 
-def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
-    """A connection to ``path`` that leaves transactions to ``transaction`` (autocommit otherwise)."""
+def connect(path: Path, *, durable: bool, page_size: int | None = None) -> sqlite3.Connection:
+    """A connection to ``path`` that leaves transactions to ``transaction`` (autocommit otherwise).
+
+    ``page_size`` applies to a new file only (SQLite fixes it when the file is made): rows of a
+    few kilobytes fill a large page several at a time, where a 4 KiB page would hold one and
+    waste the rest.
+    """
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
+        if page_size is not None:
+            db.execute(f"PRAGMA page_size={int(page_size)}")  # before WAL: the log fixes the size
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
     except BaseException:

@@ -6,9 +6,12 @@
    (planner -> researcher -> writer on ``MirrorChatClient``), run by ``Experiment.run`` (local
    engine, a SQLite store, ``max_concurrency`` 1 and 8) and by the ``for`` loop a user would write
    instead: build the workflow afresh for each cell (each cell must start from a fresh workflow),
-   ``await workflow.run(input)``, check the output as the scorer does. Rounds alternate the variants;
-   each figure is the median of the rounds. A loop that reuses one built workflow is printed for
-   information (it is not isolated: every cell runs on the same executors and agents).
+   ``await workflow.run(input)``, check the output as the scorer does. Each round runs every variant,
+   in alternating order; the ratio is the median over the rounds of each round's experiment / loop
+   (a slow spell of the machine hits both sides of a pair). A loop that reuses one built workflow is
+   printed for information (it is not isolated: every cell runs on the same executors and agents).
+   With valgrind installed, the instructions per cell of the loop and of the experiment (with and
+   without traces) are counted too: the same figure on every run, where times move with the machine.
 2. memory: the experiment run with its store at 1,000 and 10,000 cells, each in a fresh process:
    the tracemalloc peak of the run, and the growth of the resident set (RSS) during it.
 3. latency: 64 cells on a model that waits 50 ms before answering, ``max_concurrency`` 1 and 8.
@@ -30,6 +33,7 @@ import cProfile
 import gc
 import json
 import logging
+import os
 import pstats
 import shutil
 import statistics
@@ -58,15 +62,16 @@ DELAY = 0.05  # seconds the latency-bound model waits before answering
 @dataclass
 class Config:
     cells: int = 10_000  # overhead: 2 configurations × cells / 2 inputs
-    rounds: int = 3
+    rounds: int = 5
     memory_cells: tuple[int, int] = (1_000, 10_000)
     slow_cells: int = 64
     dask_cpu_cells: int = 2_000
     dask_slow_cells: int = 128
+    counted_inputs: tuple[int, int] = (100, 300)  # instructions: inputs of the two runs whose difference is counted
 
     @classmethod
     def quick(cls) -> Config:
-        return cls(1_000, 1, (100, 1_000), 64, 500, 64)
+        return cls(1_000, 1, (100, 1_000), 64, 500, 64, (25, 75))
 
 
 # -- the workloads -------------------------------------------------------------------
@@ -238,6 +243,7 @@ async def bench_overhead(cfg: Config, stores: Stores) -> None:
         raise AssertionError(f"the two loops disagree: {passed}")
     for result in results.values():  # checked outside the timed spans: every cell ok, the loop's scores
         check_result(result, n, passed["hand loop, fresh workflow per cell"])
+    hand = times["hand loop, fresh workflow per cell"]
     for name in variants:
         emit(
             "overhead",
@@ -246,8 +252,64 @@ async def bench_overhead(cfg: Config, stores: Stores) -> None:
             rounds=cfg.rounds,
             us_per_cell_median=statistics.median(times[name]),
             us_per_cell_rounds=[round(t) for t in times[name]],
+            ratio_to_loop_paired_median=statistics.median(t / h for t, h in zip(times[name], hand, strict=True)),
             gc_us_per_cell_median=statistics.median(gc_times[name]),
         )
+
+
+# -- 1b. instructions per cell (valgrind) ------------------------------------------------------
+
+COUNTED = {
+    "hand loop, fresh workflow per cell": "hand",
+    "experiment, max_concurrency=1": "experiment",
+    "experiment, max_concurrency=1, keep_traces=False": "no-traces",
+}
+
+
+async def count_child(variant: str, n_inputs: int) -> None:
+    """Under cachegrind: warm up, then one run of ``variant`` on ``n_inputs`` inputs (2 configurations)."""
+    stores = Stores()
+    try:
+        await hand_loop(inputs(20))
+        await experiment(build, 20, name="warm-up").run(store=stores.new(), progress=False)
+        texts = inputs(n_inputs)
+        if variant == "hand":
+            await hand_loop(texts)
+        else:
+            exp = Experiment(build, inputs=texts, grid=GRID, scorers=[scorers.contains(WANTED)],
+                             keep_traces=variant == "experiment")  # fmt: skip
+            await exp.run(engine="local", max_concurrency=1, store=stores.new(), progress=False)
+    finally:
+        stores.close()
+
+
+def bench_instructions(cfg: Config) -> None:
+    """Instructions per cell: the difference of two runs' counts (startup and warm-up cancel out)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        emit("instructions", skipped="valgrind is not installed (apt-get install valgrind)")
+        return
+    small, large = cfg.counted_inputs
+    env = {**os.environ, "PYTHONHASHSEED": "0", "AGENT_NB_NO_PROGRESS": "1"}  # the same dict orders every run
+    procs = {}
+    for variant in COUNTED.values():
+        for n in (small, large):
+            where = tempfile.mkdtemp(prefix="agent-nb-count-")  # cachegrind's own output file goes there
+            cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={where}/out",
+                   sys.executable, __file__, "--count-child", variant, str(n)]  # fmt: skip
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            procs[variant, n] = (proc, where)
+    counts: dict[tuple[str, int], int] = {}
+    for key, (proc, where) in procs.items():
+        _, err = proc.communicate()
+        shutil.rmtree(where, ignore_errors=True)
+        found = [line for line in err.splitlines() if "I   refs:" in line or "I refs:" in line]
+        if proc.returncode != 0 or not found:
+            raise RuntimeError(f"the count of {key} failed:\n{err[-2000:]}")
+        counts[key] = int(found[-1].split(":")[1].replace(",", ""))
+    for name, variant in COUNTED.items():
+        per_cell = (counts[variant, large] - counts[variant, small]) / (2 * (large - small))
+        emit("instructions", variant=name, cells=(2 * small, 2 * large), instructions_per_cell=round(per_cell))
 
 
 # -- 2. memory ---------------------------------------------------------------------------
@@ -431,9 +493,19 @@ def summary(cfg: Config) -> bool:
     hand = find("overhead", variant="hand loop, fresh workflow per cell")["us_per_cell_median"]
     reuse = find("overhead", variant="hand loop, one workflow reused (not isolated)")["us_per_cell_median"]
     for c in (1, 8):
-        exp = find("overhead", variant=f"experiment, max_concurrency={c}")["us_per_cell_median"]
-        rows.append((f"overhead, {cfg.cells:,} cells, max_concurrency={c}: experiment {exp:,.0f} us/cell / hand loop "
-                     f"{hand:,.0f} us/cell = {exp / hand:.2f}  (target <= 1.20)", exp / hand <= 1.20))  # fmt: skip
+        record = find("overhead", variant=f"experiment, max_concurrency={c}")
+        exp, ratio = record["us_per_cell_median"], record["ratio_to_loop_paired_median"]
+        rows.append((f"overhead, {cfg.cells:,} cells, max_concurrency={c}: experiment {exp:,.0f} us/cell, hand loop "
+                     f"{hand:,.0f} us/cell; paired ratio {ratio:.2f}  (target <= 1.20)", ratio <= 1.20))  # fmt: skip
+    counted = {r["variant"]: r["instructions_per_cell"] for r in RECORDS if "instructions_per_cell" in r}
+    if counted:
+        loop = counted["hand loop, fresh workflow per cell"]
+        kept = counted["experiment, max_concurrency=1"]
+        without = counted["experiment, max_concurrency=1, keep_traces=False"]
+        print(f"# info  instructions per cell (valgrind): hand loop {loop / 1e6:.2f} M, experiment {kept / 1e6:.2f} M "
+              f"= {kept / loop:.3f}, without traces {without / 1e6:.2f} M = {without / loop:.3f}")  # fmt: skip
+    else:
+        print("# info  instructions per cell: not counted (valgrind is not installed)")
     small, large = cfg.memory_cells
     for measure, key in (("tracemalloc", "tracemalloc_peak_bytes"), ("rss", "rss_growth_bytes")):
         a, b = find("memory", measure=measure, cells=small)[key], find("memory", measure=measure, cells=large)[key]
@@ -494,15 +566,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer cells, one round: under 30 s")
     parser.add_argument("--profile", action="store_true", help="cProfile one experiment run; stats to stderr")
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--count-child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_child:
         print(json.dumps(asyncio.run(memory_child(args.memory_child, args.traced))))
         return 0
+    if args.count_child:
+        asyncio.run(count_child(args.count_child[0], int(args.count_child[1])))
+        return 0
     cfg = Config.quick() if args.quick else Config()
     t0 = time.perf_counter()
     asyncio.run(run_async(cfg, args.profile))
     bench_memory(cfg)
+    bench_instructions(cfg)
     ok = summary(cfg)
     print(f"# total {time.perf_counter() - t0:.1f} s ({'quick' if args.quick else 'full'})")
     return 0 if ok else 1

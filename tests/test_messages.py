@@ -140,3 +140,11 @@ def test_to_messages_normalises_input():
 def test_estimate_tokens_is_deterministic():
     assert estimate_tokens("abcdefgh") == 2
     assert estimate_tokens([Message("user", "abcd")]) == 1 + 3
+
+
+def test_estimate_tokens_counts_every_content_of_a_message_before_rounding_up():
+    call = FunctionCallContent(call_id="1", name="lookup", arguments='{"q": "x"}')  # 6 + 10 characters
+    assert estimate_tokens([Message("user", "abcde")]) == 2 + 3  # 5 characters: 2 tokens, rounded up
+    assert estimate_tokens([Message("assistant", ["ab", call, "abc"])]) == 6 + 3  # 21 characters together
+    assert estimate_tokens([Message("assistant", [])]) == 3  # a message costs its framing
+    assert estimate_tokens([Message("user", "a"), Message("user", "a")]) == 2 * (1 + 3)  # rounded per message

@@ -9,7 +9,20 @@ import pytest
 
 from agent_nb import AgentExecutor, ChatAgent, MirrorChatClient, UsageError, WorkflowBuilder
 from agent_nb.harness import StandardHarness, scenarios
+from agent_nb.messages import FunctionCallContent, FunctionResultContent, Message
+from agent_nb.trace import ContextSnapshot, Trace
 from agent_nb.trace.codec import dump_trace, load_trace
+
+FIELDS = ("kept", "dropped", "given", "cached", "wrote")
+
+
+def same_messages(again: Trace, trace: Trace) -> None:
+    """Every message list of every snapshot reads back equal, in order, with its response."""
+    for a, s in zip(again, trace, strict=True):
+        for name in FIELDS:
+            assert list(getattr(a, name) or ()) == list(getattr(s, name) or ()), (s.executor_id, name)
+        assert (a.given is None) == (s.given is None)
+        assert list(a.response.messages if a.response else ()) == list(s.response.messages if s.response else ())
 
 
 def chain(mode: str) -> object:
@@ -25,6 +38,7 @@ def test_a_workflow_trace_reads_back_the_same(mode: str) -> None:
     trace = chain(mode).run_sync("Plan a rainy Sunday in Lisbon; the budget is 40 euros").trace
     again = load_trace(dump_trace(trace))
     assert str(again) == str(trace)
+    same_messages(again, trace)  # a full chain's contexts are views of one log: each must keep its own length
     assert [s.reassigned() for s in again] == [s.reassigned() for s in trace]  # handed-over replies stay marked
     for fact in ("budget is 40", "planner", "nothing like this"):
         assert again.who_has(fact).to_text() == trace.who_has(fact).to_text()
@@ -34,6 +48,7 @@ def test_a_harness_trace_reads_back_the_same_facts_in_context_written_and_return
     trace = scenarios.travel().play(StandardHarness).trace
     again = load_trace(dump_trace(trace))
     assert str(again) == str(trace) and again.chat == trace.chat
+    same_messages(again, trace)
     for fact in ("23 kg", "Lisbon", "flight"):
         assert again.who_has(fact).to_text() == trace.who_has(fact).to_text()
 
@@ -45,6 +60,27 @@ def test_each_message_and_text_is_written_once() -> None:
     distinct |= {id(m) for s in trace if s.response for m in s.response.messages}
     assert len(data["messages"]) == len(distinct)
     assert len(data["texts"]) == len(set(data["texts"]))
+
+
+def test_messages_other_than_plain_text_read_back_whole() -> None:
+    call = FunctionCallContent(call_id="c1", name="lookup", arguments={"city": "Oslo"})
+    messages = (
+        Message("user", ["two", "texts"], author_name="ana"),
+        Message("assistant", "with an id", message_id="m-7"),
+        Message("assistant", [call]),
+        Message("tool", [FunctionResultContent(call_id="c1", result={"temp": 4})]),
+        Message("assistant", []),
+    )
+    snapshot = ContextSnapshot("agent", 1, 0, "hi", kind="agent", kept=messages, given=messages, cached=messages)
+    again = load_trace(dump_trace(Trace([snapshot])))
+    assert again[0].given == messages and again[0].kept == messages
+    assert again[0].given[2] is again[0].kept[2]  # one message, one object: what was shared stays shared
+
+
+def test_a_trace_stored_in_another_format_is_refused_with_what_to_do() -> None:
+    text = dump_trace(chain("full").run_sync("hi").trace).replace('"v":2', '"v":1', 1)
+    with pytest.raises(UsageError, match=r"format 1 .* reads format 2; run the experiment again"):
+        load_trace(text)
 
 
 def test_a_workflow_is_pickled_between_runs_and_runs_the_same_after() -> None:

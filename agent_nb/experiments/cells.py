@@ -137,16 +137,22 @@ def measure(cell: Cell, trace: Trace) -> None:
     """Fill ``cell`` with what ``trace`` says each executor was given, dropped and answered."""
     executors: dict[str, dict[str, int]] = {}
     routes: dict[str, None] = {}
+    tokens: dict[int, int] = {}  # a message given to several agents is estimated once
     usage_in = usage_out = 0
     for s in trace:
         e = executors.get(s.executor_id)
         if e is None:
             e = executors[s.executor_id] = {"calls": 0, "messages": 0, "tokens": 0, "dropped": 0}
         e["dropped"] += len(s.dropped)
-        if s.given is not None:
+        given = s.given
+        if given is not None:
             e["calls"] += 1
-            e["messages"] += len(s.given)
-            e["tokens"] += estimate_tokens(s.given)
+            e["messages"] += len(given)
+            for m in given:
+                n = tokens.get(id(m))
+                if n is None:
+                    n = tokens[id(m)] = estimate_tokens((m,))
+                e["tokens"] += n
         response = s.response
         if response is not None:
             if response.route:

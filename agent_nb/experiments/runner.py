@@ -59,6 +59,10 @@ class Spec:
         """Input id -> its place in ``cases``."""
         return {c.id: i for i, c in enumerate(self.cases)}
 
+    @functools.cached_property
+    def named_scorers(self) -> tuple[tuple[str, Any], ...]:
+        return tuple((name_of(s), s) for s in self.scorers)
+
 
 def _agent_executors(workflow: Workflow) -> dict[str, AgentExecutor]:
     return {eid: ex for eid, ex in workflow.executors.items() if isinstance(ex, AgentExecutor)}
@@ -196,9 +200,14 @@ def takes_case(build: Callable[..., Any]) -> bool:
 
 
 def _is_harness(value: Any) -> bool:
-    from ..harness import Harness
+    return isinstance(value, _harness_type())
 
-    return isinstance(value, Harness)
+
+@functools.cache
+def _harness_type() -> type:
+    from ..harness import Harness  # the harness layer is imported only by experiments over harnesses
+
+    return Harness
 
 
 async def _play(
@@ -315,8 +324,7 @@ async def _timed(spec: Spec, coro: Awaitable[T]) -> T:
 
 
 async def _score(spec: Spec, cell: Cell) -> None:
-    for scorer in spec.scorers:
-        name = name_of(scorer)
+    for name, scorer in spec.named_scorers:
         try:
             value = scorer(cell)
             if inspect.isawaitable(value):

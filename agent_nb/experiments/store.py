@@ -37,6 +37,10 @@ CREATE TABLE IF NOT EXISTS cells (
 """
 
 
+_PAGE_SIZE = 16384
+"""A cell and its trace are two to three kilobytes: 16 KiB pages hold several (a third less written than 4 KiB)."""
+
+
 class StoreError(AgentNbError):
     """An experiment store that cannot be read or written (a full disk, a read-only file, another file)."""
 
@@ -52,7 +56,7 @@ class ExperimentStore:
             )
         try:
             self._db = (
-                connect(self.path, durable=False)
+                connect(self.path, durable=False, page_size=_PAGE_SIZE)
                 if self.path is not None
                 else sqlite3.connect(":memory:", check_same_thread=False)
             )

@@ -1,11 +1,14 @@
 """A trace as compact JSON, and back: what an experiment stores to show a cell's run again.
 
 Messages are shared by every snapshot of a run (a ``full`` chain hands each agent the same
-objects), so each distinct message is written once and the snapshots refer to it by number; a
-10-message run costs about a kilobyte and a few microseconds. What arrived, what was sent and the
-state are kept as the one-line descriptions the displays print (``Described``): a trace read back
-shows the same views and ``who_has`` finds the same facts, but its values are text, not the objects
-that were delivered.
+objects), so each distinct message is written once and the snapshots refer to it by number; each
+distinct text is written once too (a reply and its hand-over to the next agent carry the same
+words). A message of one text is three small values (role, author, text number); any other is
+written whole. A snapshot is a list in the order of ``_FIELDS``; the views of one conversation
+(each agent of a chain holds a longer one) are numbered once. A three-agent run is about 1.3 KB.
+What arrived, what was sent and the state are kept as the one-line
+descriptions the displays print (``Described``): a trace read back shows the same views and
+``who_has`` finds the same facts, but its values are text, not the objects that were delivered.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from ..contents import TextContent, shorten
+from ..conversation import Conversation
+from ..errors import UsageError
 from ..messages import AgentResponse, Message
 from .snapshots import ContextSnapshot, Sent, Trace
 from .text import describe_state, describe_value
@@ -24,7 +30,12 @@ from .who_has import strings_of
 
 __all__ = ["Described", "dump_trace", "load_trace"]
 
-_VERSION = 1
+_VERSION = 2
+_FIELDS = (
+    "executor_id", "superstep", "index", "received", "kind", "context_mode", "context_filter", "kept", "dropped",
+    "given", "cached", "response", "wrote", "turn", "sent", "outputs", "duration", "more",
+)  # fmt: skip
+"""A stored snapshot, in order; ``more`` holds what most snapshots lack (state, error, requests), or null."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,16 +55,29 @@ class Described:
         return self.text
 
 
-class _Messages:
-    """Numbers the distinct messages and texts of a trace, in the order they are met."""
+class _Table:
+    """Numbers the distinct messages, texts and delivered values of a trace, in the order they are met.
+
+    Messages and values are known by ``id``: ``kept`` holds each value while the trace is written,
+    so no id is reused by another object in between.
+    """
 
     def __init__(self) -> None:
         self.index: dict[int, int] = {}
-        self.messages: list[Message] = []
+        self.messages: list[Any] = []
         self.text_index: dict[str, int] = {}
         self.texts: list[str] = []
         self.values: dict[int, list[Any]] = {}
+        self.seqs: dict[int, list[int]] = {}
+        self.logs: dict[int, list[int]] = {}
         self.kept: list[Any] = []
+
+    def text(self, text: str) -> int:
+        k = self.text_index.get(text)
+        if k is None:
+            k = self.text_index[text] = len(self.texts)
+            self.texts.append(text)
+        return k
 
     def value(self, value: Any, width: int = 200) -> list[Any]:
         """A delivered value: its description, then the numbers of the texts it carries.
@@ -61,84 +85,114 @@ class _Messages:
         What one executor sent is what the next received: each value is described once.
         """
         known = self.values.get(id(value))
-        if known is not None:
-            return known
-        refs = []
-        for text in strings_of(value):
-            k = self.text_index.get(text)
-            if k is None:
-                k = self.text_index[text] = len(self.texts)
-                self.texts.append(text)
-            refs.append(k)
-        described = self.values[id(value)] = [describe_value(value, width), refs]
-        self.kept.append(value)  # alive until the dump ends, so its id is not reused
-        return described
+        if known is None:
+            if type(value) is str:
+                known = [f"text {shorten(repr(value), width)}", [self.text(value)]]
+            else:
+                known = [describe_value(value, width), [self.text(t) for t in strings_of(value)]]
+            self.values[id(value)] = known
+            self.kept.append(value)
+        return known
 
     def refs(self, messages: Sequence[Message] | None) -> list[int] | None:
+        """The numbers of ``messages``; a sequence met again, or another view of a log already met, costs a lookup."""
         if messages is None:
             return None
-        out = []
+        known = self.seqs.get(id(messages))
+        if known is None:
+            if type(messages) is Conversation:
+                log, stop = messages.storage()
+                numbered = self.logs.get(id(log))
+                if numbered is None:
+                    numbered = self.logs[id(log)] = []
+                    self.kept.append(log)
+                if len(numbered) < stop:
+                    numbered += self._number(messages[len(numbered) : stop] if numbered else messages)
+                known = numbered[:stop]
+            else:
+                known = self._number(messages)
+            self.seqs[id(messages)] = known
+            self.kept.append(messages)
+        return known
+
+    def _number(self, messages: Sequence[Message]) -> list[int]:
+        index, out = self.index, []
         for m in messages:
-            k = self.index.get(id(m))
+            k = index.get(id(m))
             if k is None:
-                k = self.index[id(m)] = len(self.messages)
-                self.messages.append(m)
+                k = index[id(m)] = len(self.messages)
+                self.messages.append(self._message(m))
             out.append(k)
         return out
+
+    def _message(self, m: Message) -> Any:
+        """``[role, author, text number]`` for a message of one text, the common case; the whole message otherwise."""
+        if len(m.contents) == 1 and m.message_id is None:
+            content = m.contents[0]
+            if type(content) is TextContent:  # a subclass may carry more: written whole
+                return [m.role, m.author_name, self.text(content.text)]
+        return m
 
 
 def dump_trace(trace: Trace) -> str:
     """The trace as one JSON text (``load_trace`` reads it back)."""
-    table = _Messages()
+    table = _Table()
+    refs, value = table.refs, table.value
     snapshots = []
     for s in trace:
-        record: dict[str, Any] = {
-            "e": s.executor_id,
-            "s": s.superstep,
-            "i": s.index,
-            "r": table.value(s.received),
-            "k": s.kind,
-            "kept": table.refs(s.kept),
-            "dropped": table.refs(s.dropped),
-            "given": table.refs(s.given),
-            "cached": table.refs(s.cached),
-            "wrote": table.refs(s.wrote),
-            "t": s.turn,
-            "d": s.duration,
-        }
-        if s.context_mode is not None:
-            record["mode"], record["filter"] = s.context_mode, s.context_filter
-        if s.response is not None:
-            record["response"] = [table.refs(s.response.messages), s.response.route, s.response.model]
-        if s.state:
-            record["state"] = {str(k): [describe_state(v, 400), table.value(v)[1]] for k, v in s.state.items()}
-        if s.sent:
-            record["sent"] = [[*table.value(x.message), list(x.targets)] for x in s.sent]
-        if s.outputs:
-            record["outputs"] = [0 if x is s.response else table.value(x) for x in s.outputs]  # 0: the answer
-        if s.error is not None:
-            record["error"] = s.error
-        if s.requested:
-            record["requested"] = list(s.requested)
-        snapshots.append(record)
-    chat = table.refs(trace.chat)
+        r = s.response
+        more: dict[str, Any] | None = None
+        if s.state or s.error is not None or s.requested:
+            state = {str(k): [describe_state(v, 400), value(v)[1]] for k, v in s.state.items()}
+            more = {"error": s.error, "requested": list(s.requested), "state": state}
+        snapshots.append(
+            [
+                s.executor_id,
+                s.superstep,
+                s.index,
+                value(s.received),
+                s.kind,
+                s.context_mode,
+                s.context_filter,
+                refs(s.kept),
+                refs(s.dropped),
+                refs(s.given),
+                refs(s.cached),
+                None if r is None else [refs(r.messages), r.route, r.model],
+                refs(s.wrote),
+                s.turn,
+                [[*value(x.message), list(x.targets)] for x in s.sent],
+                [0 if x is r else value(x) for x in s.outputs],  # 0: the agent's answer
+                round(s.duration, 6),
+                more,
+            ]
+        )
     data = {
         "v": _VERSION,
         "executors": list(trace.executor_ids),
-        "messages": table.messages,
         "texts": table.texts,
+        "messages": table.messages,
         "snapshots": snapshots,
+        "chat": refs(trace.chat),
     }
-    if chat:
-        data["chat"] = chat
-    return to_json(data, exclude_none=True).decode()  # one pass in pydantic-core: messages and all
+    return to_json(data, exclude_none=True).decode()  # one pass in pydantic-core, whole messages too
 
 
 def load_trace(text: str) -> Trace:
     """The trace ``dump_trace`` wrote; delivered values come back as ``Described`` texts."""
     data = json.loads(text)
-    messages = [Message.model_validate(m) for m in data["messages"]]
+    if data.get("v") != _VERSION:
+        raise UsageError(
+            f"this stored trace is in format {data.get('v')!r} and this agent_nb reads format {_VERSION}; "
+            "run the experiment again with a new store, or with run(..., replace=True), to store its traces anew"
+        )
     texts = data["texts"]
+    messages = [
+        Message(m[0], [TextContent(texts[m[2]])], author_name=m[1])
+        if isinstance(m, list)
+        else Message.model_validate(m)
+        for m in data["messages"]
+    ]
 
     def value(text: str, refs: list[int]) -> Described:
         return Described(text, tuple(texts[k] for k in refs))
@@ -147,33 +201,35 @@ def load_trace(text: str) -> Trace:
         return None if refs is None else tuple(messages[k] for k in refs)
 
     snapshots = []
-    for r in data["snapshots"]:
+    for row in data["snapshots"]:
+        r = dict(zip(_FIELDS, row, strict=True))
         response = None
-        if "response" in r:
+        if r["response"] is not None:
             refs, route, model = r["response"]
             response = AgentResponse(messages=list(pick(refs) or ()), route=route, model=model)
+        more = r["more"] or {}
         snapshots.append(
             ContextSnapshot(
-                executor_id=r["e"],
-                superstep=r["s"],
-                index=r["i"],
-                received=value(*r["r"]),
-                kind=r["k"],
-                context_mode=r.get("mode"),
-                context_filter=r.get("filter"),
+                executor_id=r["executor_id"],
+                superstep=r["superstep"],
+                index=r["index"],
+                received=value(*r["received"]),
+                kind=r["kind"],
+                context_mode=r["context_mode"],
+                context_filter=r["context_filter"],
                 kept=pick(r["kept"]) or (),
                 dropped=pick(r["dropped"]) or (),
                 given=pick(r["given"]),
                 cached=pick(r["cached"]) or (),
                 response=response,
                 wrote=pick(r["wrote"]) or (),
-                state={k: value(*v) for k, v in r.get("state", {}).items()},
-                turn=r["t"],
-                sent=tuple(Sent(value(text, refs), tuple(targets)) for text, refs, targets in r.get("sent", ())),
-                outputs=tuple(response if x == 0 else value(*x) for x in r.get("outputs", ())),
-                duration=r["d"],
-                error=r.get("error"),
-                requested=tuple(r.get("requested", ())),
+                state={k: value(*v) for k, v in more.get("state", {}).items()},
+                turn=r["turn"],
+                sent=tuple(Sent(value(text, refs), tuple(targets)) for text, refs, targets in r["sent"]),
+                outputs=tuple(response if x == 0 else value(*x) for x in r["outputs"]),
+                duration=r["duration"],
+                error=more.get("error"),
+                requested=tuple(more.get("requested", ())),
             )
         )
     return Trace(snapshots, data["executors"], chat=pick(data.get("chat")) or ())

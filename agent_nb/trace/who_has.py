@@ -56,7 +56,7 @@ def strings_of(value: Any, *, offered: bool = True) -> Iterator[str]:
     ``offered=False`` leaves out the options a question or card offers (offered is not chosen).
     Objects choose what they carry explicitly by defining ``texts()``.
     """
-    if value is None or isinstance(value, bool):
+    if value is None or isinstance(value, bool) or type(value) in _SILENT:
         return
     if isinstance(value, str):
         yield value
@@ -88,6 +88,12 @@ def strings_of(value: Any, *, offered: bool = True) -> Iterator[str]:
             yield from strings_of(item, offered=offered)
     elif isinstance(value, (int, float)):
         yield str(value)
+    elif not hasattr(value, "__dict__"):  # no instance can grow a texts(): the type alone decides
+        _SILENT.add(type(value))
+
+
+_SILENT: set[type] = set()
+"""Types whose values carry no text (a workflow's own slotted message types): met once, let go at once after."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,21 @@ async def test_a_run_again_runs_only_the_missing_cells(tmp_path: Path) -> None:
     assert CALLS == []
 
 
+async def test_a_new_store_has_pages_that_hold_several_cells_and_an_older_file_still_opens(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    ExperimentStore(path).close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA page_size").fetchone()[0] == 16384  # a cell and its trace: 2-3 KB
+    older = tmp_path / "older.sqlite"
+    with sqlite3.connect(older) as db:  # a file made with SQLite's default pages keeps them
+        db.execute("PRAGMA page_size=4096")
+        db.execute("CREATE TABLE other (x)")
+    result = await Experiment(counted, inputs=questions(2), name="older").run(store=older)
+    assert len(result.to_records()) == 2
+    with sqlite3.connect(older) as db:
+        assert db.execute("PRAGMA page_size").fetchone()[0] == 4096
+
+
 async def test_failed_cells_run_again_only_when_asked(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     exp = Experiment(counted, inputs=questions(3))

@@ -79,3 +79,23 @@ def test_the_table_of_several_facts(run):
     assert "C: in its active context" in table.to_text()
     html = table._repr_mimebundle_()["text/html"]
     assert "<table>" in html and "seat_change" in html
+
+
+def test_a_value_that_carries_no_text_is_let_go_by_its_type_but_an_object_that_grows_texts_is_read():
+    from dataclasses import dataclass
+
+    from agent_nb.trace.who_has import strings_of
+
+    @dataclass(frozen=True, slots=True)
+    class Token:  # slotted: no instance can grow a texts() of its own
+        n: int
+
+    class Note:
+        pass
+
+    assert list(strings_of(Token(1))) == [] and list(strings_of(Token(2))) == []
+    first, second = Note(), Note()
+    assert list(strings_of(first)) == []
+    second.texts = lambda: ["the gate moved to B12"]  # the same type, one instance that carries text
+    assert list(strings_of(second)) == ["the gate moved to B12"]
+    assert list(strings_of([Token(3), "x"])) == ["x"]  # a list of them is still walked
