@@ -42,9 +42,10 @@ system-deps:
 test: lint system-deps
 	$(BIN)/python -m pytest
 
-# Re-execute the notebooks and store their outputs (what nbval compares against).
+# Re-execute the notebooks and store their outputs (what nbval compares against); no progress bars,
+# as under nbval, so the stored outputs do not carry a widget of their own.
 notebooks: $(VENV)/.installed-dev
-	$(BIN)/jupyter execute --inplace notebooks/*.ipynb
+	AGENT_NB_NO_PROGRESS=1 $(BIN)/jupyter execute --inplace notebooks/*.ipynb
 
 # Record the real-models notebook's cassettes again, against the local model on loopback.
 cassettes: $(VENV)/.installed-dev

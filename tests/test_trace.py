@@ -6,24 +6,30 @@ from agent_nb.demo import QUESTION, build_demo
 EXPECTED = """\
 [1] planner · agent · context_mode=full · answered
     received  text 'Plan a rainy Sunday in Lisbon for two'
-    given     1 message
-              1. user: Plan a rainy Sunday in Lisbon for two
+    given     1 message by its executor
+    model got 2 messages · instructions 1 · input 1
+              1. [instructions] system: Split the request into steps.
+              2. [input] user: Plan a rainy Sunday in Lisbon for two
     answered  I see 2 messages: system "Split the request into steps." · user "Plan a rainy Sunday …
     sent      response of planner (conversation of 2 messages) → researcher
 [2] researcher · agent · context_mode=custom (user_messages) · answered
     received  response of planner (conversation of 2 messages)
     dropped   1 message
               ✗ assistant, from planner: I see 2 messages: system "Split the request into steps." …
-    given     1 message
-              1. user: Plan a rainy Sunday in Lisbon for two
+    given     1 message by its executor
+    model got 2 messages · instructions 1 · input 1
+              1. [instructions] system: Find places for each step.
+              2. [input] user: Plan a rainy Sunday in Lisbon for two
     answered  I see 2 messages: system "Find places for each step." · user "Plan a rainy Sunday in…"
     sent      response of researcher (conversation of 2 messages) → writer
 [3] writer · agent · context_mode=last_agent · answered
     received  response of researcher (conversation of 2 messages)
     dropped   1 message
               ✗ user: Plan a rainy Sunday in Lisbon for two
-    given     1 message
-              1. user, from researcher (was assistant): I see 2 messages: system "Find places for e…
+    given     1 message by its executor
+    model got 2 messages · instructions 1 · handed over 1
+              1. [instructions] system: Write the final plan.
+              2. [handed over] user, from researcher (was assistant): I see 2 messages: system "Fin…
     answered  I see 2 messages: system "Write the final plan." · user from researcher "I see 2 mess…
     sent      response of writer (conversation of 2 messages) → (no downstream executor)"""
 

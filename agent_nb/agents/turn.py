@@ -24,6 +24,7 @@ from ..messages import (
 )
 from ..sessions import AgentSession
 from ..sync import gather_or_cancel
+from .requests import ModelRequest, recorder, safe_options
 
 if TYPE_CHECKING:
     from ..tools import FunctionTool
@@ -64,6 +65,10 @@ class Turn:
         self.last: ChatResponse | None = None
         self.notes: list[str] = []
         """What this turn changed of the model's answer, or noticed in it (shown with the response)."""
+        self.requests = recorder()
+        """Where the requests this turn sends are kept (``agent_nb.agents.requests``), or ``None``."""
+        self._spans = (0, 0, 0)
+        self._shown: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None  # options as sent, as shown
 
     # -- the steps ------------------------------------------------------------------
 
@@ -76,7 +81,31 @@ class Turn:
             self.new = _without_contents(self.new, "user_input_response")
             await self._resume(prior, approvals)
         self._check_pending(prior)
-        return [*self.agent._system_message(), *prior, *self.new]
+        system = self.agent._system_message()
+        self._spans = (len(system), len(prior), len(self.new))
+        return [*system, *prior, *self.new]
+
+    def _sent(
+        self, messages: list[Message], round_: int, answer: ChatResponse | None, error: BaseException | None
+    ) -> None:
+        """Keep one request as it was sent, with who answered it (or how it failed), when recording."""
+        if self.requests is None:
+            return
+        if self._shown is None or self._shown[0] is not self.options:  # the options change only for tool_choice
+            self._shown = (self.options, safe_options(self.options))
+        self.requests.append(
+            ModelRequest(
+                self.agent.name,
+                tuple(messages),
+                self._spans,
+                tuple(self.agent._tools_by_name),
+                self._shown[1],
+                round_,
+                answer.route if answer is not None else None,
+                answer.model if answer is not None else None,
+                None if error is None else f"{type(error).__name__}: {error}",
+            )
+        )
 
     async def _resume(self, prior: list[Message], approvals: dict[str, UserInputResponseContent]) -> None:
         """Run (or reject) the calls that waited for approval; their answer goes right after the calls.
@@ -300,14 +329,16 @@ class Turn:
         try:
             request = await self._request()
             for round_ in range(self.agent.max_tool_rounds + 1):
+                sent = [*request, *self.produced]
                 try:
-                    response = await self.agent.client.get_response(
-                        [*request, *self.produced], self.options, session=self.session
-                    )
-                except AgentNbError:
+                    response = await self.agent.client.get_response(sent, self.options, session=self.session)
+                except AgentNbError as exc:
+                    self._sent(sent, round_, None, exc)
                     raise
                 except Exception as exc:
+                    self._sent(sent, round_, None, exc)
                     raise self._model_error(exc) from exc
+                self._sent(sent, round_, response, None)
                 calls = self._record(response)
                 if not calls or self._ask(calls):
                     break
@@ -326,9 +357,8 @@ class Turn:
                 yield AgentResponseUpdate(m.contents, role="tool", author_name=name)
             for round_ in range(self.agent.max_tool_rounds + 1):
                 updates = []
-                stream = self.agent.client.get_streaming_response(
-                    [*request, *self.produced], self.options, session=self.session
-                )
+                sent = [*request, *self.produced]
+                stream = self.agent.client.get_streaming_response(sent, self.options, session=self.session)
                 try:
                     async with closing_stream(stream) as chunks:
                         async for update in chunks:
@@ -344,11 +374,15 @@ class Turn:
                                 repairs=update.repairs,
                                 usage=update.usage,
                             )
-                except AgentNbError:
+                except AgentNbError as exc:
+                    self._sent(sent, round_, None, exc)
                     raise
                 except Exception as exc:
+                    self._sent(sent, round_, None, exc)
                     raise self._model_error(exc) from exc
-                calls = self._record(ChatResponse.from_updates(updates))
+                reply = ChatResponse.from_updates(updates)
+                self._sent(sent, round_, reply, None)
+                calls = self._record(reply)
                 if not calls or self._ask(calls):
                     break
                 answer = await self._answer(calls, round_)

@@ -1,9 +1,10 @@
 """Every executor's active context, side by side: one column per executor, one card per invocation.
 
 A card shows what arrived, what the context mode or filter dropped (struck through and
-greyed), the exact messages the agent was given (another agent's replies marked as handed
-over), what it answered and which route answered. Columns carry the message count and an
-estimated token count of the executor's last context.
+greyed), the exact messages its model received, each marked with where it came from (its
+instructions, its history, another agent's reply handed over as user, this turn's input, its
+tool work), what it answered and which route answered. Columns carry the message count and an
+estimated token count of what the executor's model last received.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 from ..messages import Message, estimate_tokens
 from ..trace import ContextSnapshot, Trace
-from ..trace.text import describe_state, describe_value
+from ..trace.text import describe_state, describe_value, model_got, roles_before
 from .html import Theme, bubble, container, escape, fold_list
 
 __all__ = ["columns_html", "snapshot_html", "trace_html"]
@@ -38,11 +39,17 @@ def _count(n: int, noun: str) -> str:
 
 
 def _messages(
-    messages: Sequence[Message], limit: int, max_chars: int, *, dropped: bool = False, was: Sequence[Message] = ()
+    messages: Sequence[Message],
+    limit: int,
+    max_chars: int,
+    *,
+    dropped: bool = False,
+    was: Sequence[Message] = (),
+    origins: Sequence[str] = (),
 ) -> str:
     def render(i: int, m: Message) -> str:
         moved = was[i].role if was and was[i] is not m and was[i].role != m.role else None
-        return bubble(m, dropped=dropped, moved_from=moved, max_chars=max_chars)
+        return bubble(m, dropped=dropped, moved_from=moved, max_chars=max_chars, origin=origins[i] if origins else None)
 
     return fold_list(messages, limit, render)
 
@@ -64,7 +71,15 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         by = s.context_filter or s.context_mode or "filter"
         out.append(f'<div class="label">dropped by {escape(by)} ({len(s.dropped)})</div>')
         out.append(_messages(s.dropped, max_messages, max_chars, dropped=True))
-    if s.given is not None:
+    request = s.model_input
+    if request is not None:
+        got = request.messages
+        out.append(
+            f'<div class="label">sent to the model ({len(got)} · ~{estimate_tokens(got)} tokens)</div>'
+            f'<div class="meta">{escape(model_got(s))} · {len(s.given or ())} of them given by its executor</div>'
+        )
+        out.append(_messages(got, max_messages, max_chars, was=roles_before(s, got), origins=request.origins))
+    elif s.given is not None:
         tokens = estimate_tokens(s.given)
         what = "given to the agent" if s.kind == "agent" else "active context"
         out.append(f'<div class="label">{what} ({len(s.given)} · ~{tokens} tokens)</div>')
@@ -106,10 +121,11 @@ def columns_html(trace: Trace, *, max_messages: int = 40, max_chars: int = 400, 
     cols = []
     for eid, snaps in by_executor.items():
         kind = snaps[0].kind if snaps else "not run"
-        last = next((s for s in reversed(snaps) if s.given is not None), None)
+        last = next((s for s in reversed(snaps) if s.given is not None or s.model_input is not None), None)
         facts = [kind, _count(len(snaps), "invocation")]
         if last is not None:
-            facts.append(f"{_count(len(last.given or ()), 'message')} · ~{estimate_tokens(last.given or ())} tokens")
+            context = last.context()
+            facts.append(f"{_count(len(context), 'message')} · ~{estimate_tokens(context)} tokens")
             if last.response is not None and last.response.route:
                 facts.append(f"route {last.response.route}")
         cards = fold_list(

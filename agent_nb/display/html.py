@@ -73,9 +73,11 @@ def bubble(
     moved_from: str | None = None,
     max_chars: int = 400,
     badge: str | None = None,
+    origin: str | None = None,
 ) -> str:
     """One message as a chat bubble: role, author, badges, text (folded when long), tool work, cards."""
-    who = escape(message.role)
+    who = f'<span class="badge origin">{escape(origin)}</span> ' if origin else ""
+    who += escape(message.role)
     if message.author_name and message.author_name != message.role:
         who += f" · {escape(message.author_name)}"
     if moved_from:

@@ -38,10 +38,10 @@ def _trace(source: Any) -> Trace:
     return trace
 
 
-def _texts(snapshot: ContextSnapshot) -> list[str]:
+def _texts(snapshot: ContextSnapshot, scope: str) -> list[str]:
     from ..messages import tool_work_as_text
 
-    messages = snapshot.given if snapshot.given is not None else tuple(snapshot.kept)
+    messages = snapshot.context(scope)
     out = []
     for m in messages:
         parts = [c.text if c.type == "text" else str(tool_work_as_text(c).text) for c in m.contents]
@@ -57,19 +57,22 @@ def assert_context(
     excludes: str | Iterable[str] = (),
     count: int | None = None,
     invocation: int = -1,
+    scope: str = "model",
 ) -> ContextSnapshot:
-    """Check what ``executor_id`` had in its active context (what its agent was given).
+    """Check what ``executor_id`` had in its active context: what its model received, by default.
 
     ``contains``: texts each found in some message; ``excludes``: texts found in none; ``count``:
-    how many messages. ``invocation`` picks one of the executor's invocations (the last by default).
-    A failure shows the executor's context as the trace reports it. Returns the snapshot.
+    how many messages. ``scope="model"`` reads what the model received (the agent's instructions
+    and history too); ``scope="executor"`` what the executor handed its agent. ``invocation``
+    picks one of the executor's invocations (the last by default). A failure shows the
+    executor's context as the trace reports it. Returns the snapshot.
     """
     trace = _trace(source)
     snaps = list(trace.for_executor(executor_id))
     if not snaps:
         raise AssertionError(f"executor {executor_id!r} did not run in this trace")
     snapshot = snaps[invocation]
-    texts = _texts(snapshot)
+    texts = _texts(snapshot, scope)
     problems = []
     for text in [contains] if isinstance(contains, str) else list(contains):
         if not any(text in t for t in texts):

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from ..agents.requests import ModelRequest
 from ..contents import TextContent, shorten
 from ..conversation import Conversation
 from ..errors import UsageError
@@ -33,7 +34,7 @@ __all__ = ["Described", "dump_trace", "load_trace"]
 _VERSION = 2
 _FIELDS = (
     "executor_id", "superstep", "index", "received", "kind", "context_mode", "context_filter", "kept", "dropped",
-    "given", "cached", "response", "wrote", "turn", "sent", "outputs", "duration", "more",
+    "given", "cached", "response", "wrote", "turn", "sent", "outputs", "duration", "model_requests", "more",
 )  # fmt: skip
 """A stored snapshot, in order; ``more`` holds what most snapshots lack (state, error, requests), or null."""
 
@@ -164,6 +165,7 @@ def dump_trace(trace: Trace) -> str:
                 [[*value(x.message), list(x.targets)] for x in s.sent],
                 [0 if x is r else value(x) for x in s.outputs],  # 0: the agent's answer
                 round(s.duration, 6),
+                [_request(q, refs) for q in s.model_requests],
                 more,
             ]
         )
@@ -175,7 +177,22 @@ def dump_trace(trace: Trace) -> str:
         "snapshots": snapshots,
         "chat": refs(trace.chat),
     }
-    return to_json(data, exclude_none=True).decode()  # one pass in pydantic-core, whole messages too
+    return to_json(data, exclude_none=True, fallback=_described).decode()  # one pass in pydantic-core
+
+
+def _request(q: ModelRequest, refs: Any) -> list[Any]:
+    """A model request, its messages by number."""
+    return [q.agent, refs(q.messages), q.spans, q.tools, dict(q.options), q.round, q.route, q.model, q.error]
+
+
+def _read_request(row: list[Any], pick: Any) -> ModelRequest:
+    agent, messages, spans, tools, options, round_, route, model, error = row
+    return ModelRequest(agent, pick(messages), tuple(spans), tuple(tools), options, round_, route, model, error)
+
+
+def _described(value: Any) -> str:
+    """An option that is not JSON (a response format given as a class, say): its one-line description."""
+    return describe_value(value, 200)
 
 
 def load_trace(text: str) -> Trace:
@@ -230,6 +247,7 @@ def load_trace(text: str) -> Trace:
                 duration=r["duration"],
                 error=more.get("error"),
                 requested=tuple(more.get("requested", ())),
+                model_requests=tuple(_read_request(q, pick) for q in r["model_requests"]),
             )
         )
     return Trace(snapshots, data["executors"], chat=pick(data.get("chat")) or ())

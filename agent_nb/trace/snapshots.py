@@ -12,10 +12,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
+from ..agents.requests import ModelRequest
 from ..errors import did_you_mean
 from ..messages import AgentResponse, Message
 from ..rendering import Displayable
 from .text import describe_state, describe_value, trace_text
+from .who_has import check_scope
 
 if TYPE_CHECKING:
     from .who_has import Fact, FactTable
@@ -69,6 +71,8 @@ class ContextSnapshot(Displayable):
     error: str | None = None
     requested: tuple[str, ...] = ()
     """The ids of the requests for input it made (the run then waits for their answers)."""
+    model_requests: tuple[ModelRequest, ...] = ()
+    """What its model really received: each request its agent sent (each tool round too), as sent."""
 
     @property
     def status(self) -> str:
@@ -84,6 +88,28 @@ class ContextSnapshot(Displayable):
     def to_text(self) -> str:
         """The invocation as the trace's text report shows it."""
         return trace_text(Trace([self]))
+
+    @property
+    def model_input(self) -> ModelRequest | None:
+        """The fullest request its own agent sent (the last: a tool round repeats the ones before), or ``None``."""
+        if not self.model_requests:
+            return None
+        own = self.model_requests[0].agent  # the executor's agent sends first; a nested agent's come after
+        mine = [q for q in self.model_requests if q.agent == own]
+        return mine[-1]
+
+    def context(self, scope: str = "model") -> Sequence[Message]:
+        """What it had in its active context: ``"model"`` what its model received, ``"executor"`` what it gave.
+
+        What the model received holds the agent's instructions and history too. Without a model
+        request (a function executor, an agent that is not a ``ChatAgent``) both scopes read what
+        the executor gave, or, for an agent that only cached its input, what it kept.
+        """
+        check_scope(f"executor {self.executor_id!r}: context()", scope)
+        request = self.model_input if scope == "model" else None
+        if request is not None:
+            return request.messages
+        return self.given if self.given is not None else self.kept
 
     def reassigned(self) -> tuple[bool, ...]:
         """Per message of ``given``: whether its role was reassigned (another agent's reply handed over as user)."""
@@ -146,11 +172,15 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
             raise LookupError(f"executor {executor_id!r} did not run in this trace")
         return snaps[-1]
 
-    def who_has(self, fact: Fact) -> FactTable:
-        """Per executor: was ``fact`` (a text, or a test on text) in its active context, written, passed on."""
+    def who_has(self, fact: Fact, *, scope: str = "model") -> FactTable:
+        """Per executor: was ``fact`` (a text, or a test on text) in its active context, written, passed on.
+
+        ``scope="model"``: in what its model received (instructions and history too); ``"executor"``:
+        in what the executor handed its agent.
+        """
         from .who_has import who_has
 
-        return who_has(self, fact)
+        return who_has(self, fact, scope=scope)
 
     def to_dict(self) -> dict[str, Any]:
         """The trace as JSON-ready data: messages in full, everything else as readable text."""

@@ -148,6 +148,23 @@ def _count(n: int, noun: str = "message") -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def model_got(s: ContextSnapshot) -> str:
+    """Where what the model got came from: ``instructions 1 · history 2 · input 2`` (and ``in 2 requests``)."""
+    request = s.model_input
+    assert request is not None
+    origins = request.origins
+    counts = " · ".join(f"{o} {origins.count(o)}" for o in dict.fromkeys(origins)) or "nothing"
+    rounds = sum(1 for q in s.model_requests if q.agent == request.agent)
+    return counts + (f" · in {rounds} requests" if rounds > 1 else "")
+
+
+def roles_before(s: ContextSnapshot, messages: Sequence[Message]) -> list[Message]:
+    """For each message the model got, the message before its role was reassigned (itself when it was not)."""
+    given = s.given or ()
+    before = {id(g): c for g, c in zip(given, s.cached, strict=True)} if len(s.cached) == len(given) else {}
+    return [before.get(id(m), m) for m in messages]
+
+
 class _Report:
     """Draws one invocation's lines (whole, or with its lists and long texts folded), or its one-line brief."""
 
@@ -180,15 +197,26 @@ class _Report:
         for i in last:
             draw(i)
 
-    def listing(self, lines: list[str], mark: str, messages: Sequence[Message], was: Sequence[Message] = ()) -> None:
+    def listing(
+        self,
+        lines: list[str],
+        mark: str,
+        messages: Sequence[Message],
+        was: Sequence[Message] = (),
+        origins: Sequence[str] = (),
+    ) -> None:
         width = self.body - 3
 
         def draw(i: int) -> None:
             m = messages[i]
             prefix = f"{i + 1}." if mark == "#" else mark
+            room = width
+            if origins:
+                prefix += f" [{origins[i]}]"
+                room -= len(origins[i]) + 3  # the tag takes its place in the line's width
             who = _who(m, was[i].role if was else None)
             body = message_body(m)
-            line = _cut(f"{who}:", body, width) if self.long(body) else shorten(f"{who}: {body}", width)
+            line = _cut(f"{who}:", body, room) if self.long(body) else shorten(f"{who}: {body}", room)
             lines.append(self.capped(f"              {prefix} {line}"))
 
         self.each(len(messages), draw, lambda k: lines.append(f"              … {_count(k)} not shown …"))
@@ -211,9 +239,14 @@ class _Report:
         if s.dropped:
             self.add(lines, "dropped", _count(len(s.dropped)))
             self.listing(lines, "✗", s.dropped)
-        if s.given is not None:
+        request = s.model_input
+        if s.given is not None and request is None:
             self.add(lines, "given", _count(len(s.given)))
             self.listing(lines, "#", s.given, s.cached if len(s.cached) == len(s.given) else ())
+        elif request is not None:
+            self.add(lines, "given", _count(len(s.given or ())) + " by its executor")
+            self.add(lines, "model got", f"{_count(len(request.messages))} · {model_got(s)}")
+            self.listing(lines, "#", request.messages, roles_before(s, request.messages), request.origins)
         elif s.kind == "agent" and s.kept:
             self.add(lines, "cached", _count(len(s.kept)))
         if s.response is not None:
@@ -243,7 +276,9 @@ class _Report:
         parts = []
         if s.dropped:
             parts.append(f"dropped {_count(len(s.dropped))}")
-        if s.given is not None:
+        if s.model_input is not None:
+            parts.append(f"model got {_count(len(s.model_input.messages))}")
+        elif s.given is not None:
             parts.append(f"given {_count(len(s.given))}")
         elif s.kind == "agent" and s.kept:
             parts.append(f"cached {_count(len(s.kept))}")

@@ -18,14 +18,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ..contents import shorten
-from ..errors import ArgumentError
+from ..errors import ArgumentError, bad_argument
 from ..messages import AgentResponse, ChatResponse, Message
 from ..rendering import Displayable
 
 if TYPE_CHECKING:
     from .snapshots import ContextSnapshot, Trace
 
-__all__ = ["ContextTable", "Fact", "FactTable", "Holder", "Where", "context_table", "strings_of", "who_has"]
+__all__ = [
+    "SCOPES",
+    "ContextTable",
+    "Fact",
+    "FactTable",
+    "Holder",
+    "Where",
+    "check_scope",
+    "context_table",
+    "strings_of",
+    "who_has",
+]
 
 Fact = Union[str, Callable[[str], bool]]  # noqa: UP007 - Python 3.10 evaluates this at run time
 LEGEND = (
@@ -128,10 +139,10 @@ class Holder:
 class _Finder:
     """A fact's test, remembered per message: a conversation's messages are shared by every snapshot."""
 
-    __slots__ = ("_seen", "test")
+    __slots__ = ("_seen", "scope", "test")
 
-    def __init__(self, test: Callable[[str], bool]) -> None:
-        self.test = test
+    def __init__(self, test: Callable[[str], bool], scope: str = "model") -> None:
+        self.test, self.scope = test, scope
         self._seen: dict[int, bool] = {}  # by id: the messages outlive the search, and never change
 
     def holds(self, m: Message) -> bool:
@@ -145,7 +156,7 @@ class _Finder:
 
     def places(self, s: ContextSnapshot) -> tuple[list[str], list[str], list[str]]:
         test = self.test
-        context = self.ids(s.given if s.given is not None else s.kept)
+        context = self.ids(s.context(self.scope))
         context += [f"state {k}" for k, v in s.state.items() if any(test(t) for t in strings_of(v))]
         returned = [
             f"to {', '.join(sent.targets) or 'nobody'}"
@@ -196,9 +207,14 @@ class FactTable(Displayable):
         return f"FactTable({self.label}, {len(self.rows)} viewpoints)"
 
 
-def who_has(trace: Trace, fact: Fact) -> FactTable:
-    """For ``fact``, per executor of ``trace`` (and the user's chat, when the trace has one): where it was."""
-    finder = _Finder(matcher(fact))
+def who_has(trace: Trace, fact: Fact, *, scope: str = "model") -> FactTable:
+    """For ``fact``, per executor of ``trace`` (and the user's chat, when the trace has one): where it was.
+
+    In context means in what the executor's model received (``scope="model"``: its instructions and
+    history too), or in what the executor handed its agent (``scope="executor"``).
+    """
+    check_scope("who_has", scope)
+    finder = _Finder(matcher(fact), scope)
     found: dict[str, dict[str, list[Where]]] = {eid: {"c": [], "w": [], "r": []} for eid in trace.executor_ids}
     kinds: dict[str, str] = {}
     for s in trace:
@@ -265,6 +281,18 @@ class ContextTable(Displayable):
         return "\n".join(lines)
 
 
-def context_table(trace: Trace, facts: Mapping[str, Fact]) -> ContextTable:
-    """``who_has`` for each of ``facts`` (label → fact), as one table."""
-    return ContextTable({label: who_has(trace, fact) for label, fact in facts.items()})
+def context_table(trace: Trace, facts: Mapping[str, Fact], *, scope: str = "model") -> ContextTable:
+    """``who_has`` for each of ``facts`` (label → fact), as one table (``scope`` as for ``who_has``)."""
+    return ContextTable({label: who_has(trace, fact, scope=scope) for label, fact in facts.items()})
+
+
+SCOPES = ("model", "executor")
+"""What an active context is read as: what the model received, or what the executor handed its agent."""
+
+
+def check_scope(where: str, scope: object) -> None:
+    """Refuse a scope that is not one of ``SCOPES``, saying which there are."""
+    if scope not in SCOPES:
+        raise bad_argument(
+            where, "scope", scope, "give 'model' (what the model received) or 'executor' (what its executor gave)"
+        )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 from ..agents import SupportsAgentRun
+from ..agents.requests import recording
 from ..conversation import EMPTY, Conversation
 from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..messages import (
@@ -461,7 +462,11 @@ class AgentExecutor(Executor):
         if self.session is None:
             self.session = self.agent.create_session()
         streams = self._streams(ctx, token)
-        response = await self._run_agent(list(given), ctx, streams)
+        with recording() as sent:
+            try:
+                response = await self._run_agent(list(given), ctx, streams)
+            finally:  # what reached the model is shown when it failed too
+                ctx.record_context(model_requests=tuple(sent))
         ctx.record_context(response=response)
         emit = self.options.emit_response_events
         if emit or (emit is None and not streams):

@@ -240,8 +240,8 @@ async def test_the_text_plain_of_a_100000_message_result_is_bounded_and_says_wha
     assert plain.count("messages not shown") == 2
     assert "              … 99960 messages not shown …\n              99971. " in plain
     assert "              … 99961 messages not shown …\n              99972. " in plain
-    assert "              1. assistant: message 000000 lorem" in plain
-    assert "              100001. user, from agent_0000 (was assistant): message 099999 lorem" in plain
+    assert "              1. [input] assistant: message 000000 lorem" in plain
+    assert "              100001. [handed over] user, from agent_0000 (was assistant): message 099999 lorem" in plain
 
 
 async def test_the_text_plain_stays_bounded_whatever_the_conversation_size(monkeypatch):
@@ -321,7 +321,7 @@ async def test_many_executors_fold_their_invocations_keeping_every_executors_las
         counted = sum(int(k) for k in re.findall(r"^… (\d+) invocations? not shown", text, flags=re.M))
         assert len(heads) + counted == n  # each invocation is drawn, in one line, or counted
         assert heads[0].startswith("[1] agent_0000") and heads[-1].startswith(f"[{n}] agent_{n - 1:04d}")
-        assert any("in brief: given" in line for line in heads)
+        assert any("in brief: model got" in line for line in heads)
 
 
 def cycle(executors: int, rounds: int, messages: int) -> Trace:

@@ -39,7 +39,10 @@ async def test_one_column_per_executor_with_dropped_struck_and_reassigned_marked
     assert column(html, "researcher").count('class="msg dropped"') == 1  # the plan, by user_messages
     assert column(html, "writer").count('class="msg dropped"') == 1  # the question, by last_agent
     assert column(html, "writer").count("handed over as user") == 1
-    assert re.search(r"given to the agent \(1 · ~\d+ tokens\)", column(html, "writer"))
+    writer = column(html, "writer")  # what its model received: its instructions, then the researcher's reply
+    assert re.search(r"sent to the model \(2 · ~\d+ tokens\)", writer)
+    assert "instructions 1 · handed over 1 · 1 of them given by its executor" in writer
+    assert re.findall(r'<span class="badge origin">([a-z ]+)</span>', writer) == ["instructions", "handed over"]
     assert "text-decoration:line-through" in html and "<svg" in html
 
 
