@@ -138,3 +138,19 @@ async def test_who_has_reads_what_the_model_received_unless_asked_for_the_execut
     assert "model got 3 messages · instructions 1 · input 1 · handed over 1" in str(failed.value)
     with pytest.raises(ArgumentError, match=r"scope='agent'.*give 'model' \(what the model received\)"):
         result.trace.who_has("x", scope="agent")
+
+
+async def test_a_repair_by_the_router_is_shown_where_it_happened() -> None:
+    from agent_nb import Capabilities
+    from agent_nb.display import run_view
+
+    no_system = MirrorChatClient(capabilities=Capabilities(system_messages=False))
+    router = RoutingChatClient({"plain": no_system}, history_policy="repair")
+    result = await chain(router).run("Plan a rainy Sunday")
+    [request] = result.trace.last("writer").model_requests
+    assert request.repairs and "system" in request.repairs[0]  # the instructions went as a user message
+    assert request.of("instructions")[0].role == "system"  # as the agent sent them; the route got them repaired
+    text = str(result.trace)
+    assert f"    repaired  {request.repairs[0]}" in text and "noted" not in text
+    html = run_view(result)
+    assert "repaired by the router: " in html and html.count(request.repairs[0][:40]) == 1

@@ -43,6 +43,8 @@ class ModelRequest(NamedTuple):
     model: str | None = None
     error: str | None = None
     """The client's failure, when this request was not answered."""
+    repairs: tuple[str, ...] = ()
+    """What a router changed of it before its route's model got it (``history_policy="repair"``)."""
 
     @property
     def origins(self) -> tuple[str, ...]:

@@ -104,6 +104,7 @@ class Turn:
                 answer.route if answer is not None else None,
                 answer.model if answer is not None else None,
                 None if error is None else f"{type(error).__name__}: {error}",
+                answer.repairs if answer is not None else (),
             )
         )
 

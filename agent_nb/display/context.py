@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..messages import Message, estimate_tokens
 from ..trace import ContextSnapshot, Trace
-from ..trace.text import describe_state, describe_value, model_got, roles_before
+from ..trace.text import describe_state, describe_value, model_got, repaired, roles_before
 from .html import Theme, bubble, container, escape, fold_list
 
 __all__ = ["columns_html", "snapshot_html", "trace_html"]
@@ -79,6 +79,8 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
             f'<div class="meta">{escape(model_got(s))} · {len(s.given or ())} of them given by its executor</div>'
         )
         out.append(_messages(got, max_messages, max_chars, was=roles_before(s, got), origins=request.origins))
+        if repaired(s):
+            out.append(f'<div class="meta">repaired by the router: {escape("; ".join(repaired(s)))}</div>')
     elif s.given is not None:
         tokens = estimate_tokens(s.given)
         what = "given to the agent" if s.kind == "agent" else "active context"
@@ -93,8 +95,9 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         answered_by += [s.response.model] if s.response.model else []
         note = " · " + escape(" · ".join(answered_by)) if answered_by else ""
         out.append(f'<div class="label">answered{note}</div>')
-        if s.response.repairs:
-            out.append(f'<div class="meta">repaired: {escape("; ".join(s.response.repairs))}</div>')
+        notes = [n for n in s.response.repairs if n not in repaired(s)]
+        if notes:
+            out.append(f'<div class="meta">noted: {escape("; ".join(notes))}</div>')
         out.append(_messages(s.response.messages, max_messages, max_chars))
     if s.wrote:
         out.append(f'<div class="label">wrote to the chat ({len(s.wrote)})</div>')

@@ -182,12 +182,14 @@ def dump_trace(trace: Trace) -> str:
 
 def _request(q: ModelRequest, refs: Any) -> list[Any]:
     """A model request, its messages by number."""
-    return [q.agent, refs(q.messages), q.spans, q.tools, dict(q.options), q.round, q.route, q.model, q.error]
+    return [q.agent, refs(q.messages), q.spans, q.tools, dict(q.options), q.round, q.route, q.model, q.error, q.repairs]
 
 
 def _read_request(row: list[Any], pick: Any) -> ModelRequest:
-    agent, messages, spans, tools, options, round_, route, model, error = row
-    return ModelRequest(agent, pick(messages), tuple(spans), tuple(tools), options, round_, route, model, error)
+    agent, messages, spans, tools, options, round_, route, model, error, repairs = row
+    return ModelRequest(
+        agent, pick(messages), tuple(spans), tuple(tools), options, round_, route, model, error, tuple(repairs)
+    )
 
 
 def _described(value: Any) -> str:

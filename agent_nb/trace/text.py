@@ -158,6 +158,11 @@ def model_got(s: ContextSnapshot) -> str:
     return counts + (f" · in {rounds} requests" if rounds > 1 else "")
 
 
+def repaired(s: ContextSnapshot) -> list[str]:
+    """What routers changed of its requests before their models got them, each change once."""
+    return list(dict.fromkeys(r for q in s.model_requests for r in q.repairs))
+
+
 def roles_before(s: ContextSnapshot, messages: Sequence[Message]) -> list[Message]:
     """For each message the model got, the message before its role was reassigned (itself when it was not)."""
     given = s.given or ()
@@ -247,10 +252,15 @@ class _Report:
             self.add(lines, "given", _count(len(s.given or ())) + " by its executor")
             self.add(lines, "model got", f"{_count(len(request.messages))} · {model_got(s)}")
             self.listing(lines, "#", request.messages, roles_before(s, request.messages), request.origins)
+            if repaired(s):
+                self.add(lines, "repaired", "; ".join(repaired(s)))
         elif s.kind == "agent" and s.kept:
             self.add(lines, "cached", _count(len(s.kept)))
         if s.response is not None:
             self.add(lines, "answered", s.response.text, counted=True)
+            notes = [n for n in s.response.repairs if n not in repaired(s)]
+            if notes:
+                self.add(lines, "noted", "; ".join(notes))
         if s.wrote:
             self.add(lines, "wrote", _count(len(s.wrote)) + " to the chat")
             self.listing(lines, "»", s.wrote)
