@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from ..messages import Message, estimate_tokens
 from ..trace import ContextSnapshot, Trace
 from ..trace.text import describe_state, describe_value, model_got, repaired, roles_before
-from .html import Theme, bubble, container, escape, fold_list
+from .html import Theme, badge_html, bubble, container, escape, fold_list
 
 __all__ = ["columns_html", "snapshot_html", "trace_html"]
 
 
 _NOT_RUN = '<div class="card meta">did not run in this turn</div>'
-_STRUCK = "struck through: dropped by the context mode or filter"
-_MOVED = '<span class="badge moved">handed over as user</span>: another agent\'s reply, given as a user message'
+_STRUCK = "<del>struck through</del>: dropped by the context mode or filter"
+_MOVED = badge_html("moved", "handed over as user") + ": another agent's reply, given as a user message"
 
 
 def legend(trace: Trace) -> str:
@@ -63,7 +63,7 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         head += f" ({escape(s.context_filter)})"
     status = "ran" if s.status in ("answered", "ran") else s.status
     out = [
-        f'<div class="card {escape(s.status)}"><div class="meta">{head} '
+        f'<div class="card {escape(s.status)}"><div class="meta">{head} <span class="sep">· </span>'
         f'<span class="status {escape(status)}">{escape(s.status)}</span></div>',
         f'<div class="label">received</div><div>{escape(describe_value(s.received))}</div>',
     ]

@@ -4,22 +4,25 @@ The layout is computed here in Python (no Graphviz, no JavaScript, no network): 
 broken at their back edges, nodes are put in layers by their longest path from the start,
 ordered within layers to reduce crossings, and edges are drawn as curves. Conditional
 edges are dashed and labelled, back edges are dashed too (a reply to the layer above runs beside
-the edge down; a longer cycle curves around the right side), the start is marked.
+the edge down; a longer cycle curves around the right side), the start is marked. In an HTML
+output the SVG is also given as a picture, for the renderers that remove inline SVG (``graph_html``).
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..contents import shorten
 from .html import container, escape, stylesheet
 
 if TYPE_CHECKING:
     from ..trace import Trace
     from ..workflow.workflow import Workflow
 
-__all__ = ["Graph", "Link", "Node", "graph_of", "graph_svg", "workflow_html"]
+__all__ = ["Graph", "Link", "Node", "graph_html", "graph_of", "graph_svg", "workflow_html"]
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 196, 46, 28, 40, 16
 
@@ -293,6 +296,26 @@ def graph_svg(graph: Graph, *, max_nodes: int = 200) -> str:
     )
 
 
+def graph_html(graph: Graph, *, max_nodes: int = 200) -> str:
+    """The graph for an HTML output: inline SVG where the notebook keeps it, a picture where it does not.
+
+    An untrusted notebook (and any sanitizing renderer) removes inline SVG and ``<style>``, and
+    keeps ``<img>`` with a data URL and inline ``style`` attributes. So the SVG sits in a block
+    hidden by an inline style, which the display's stylesheet overrides, and the same SVG follows
+    as an image, which the stylesheet hides: styled, the live SVG shows; sanitized, the picture.
+    """
+    svg = graph_svg(graph, max_nodes=max_nodes)
+    if not svg.startswith("<svg"):
+        return svg  # too many executors: a line of text, legible anywhere
+    picture = base64.b64encode(svg.encode()).decode("ascii")
+    alt = f"workflow {graph.name}: " + ", ".join(f"{link.source} → {link.target}" for link in graph.links)
+    return (
+        f'<div class="graph-live" style="display:none">{svg}</div>'
+        f'<img class="graph-still" alt="{escape(shorten(alt, 400))}" style="background:#fff;border-radius:6px" '
+        f'src="data:image/svg+xml;base64,{picture}">'
+    )
+
+
 def workflow_html(workflow: Workflow) -> str:
     """A workflow's graph as a display (stylesheet included)."""
-    return container(graph_svg(graph_of(workflow)))
+    return container(graph_html(graph_of(workflow)))

@@ -75,17 +75,22 @@ def bubble(
     badge: str | None = None,
     origin: str | None = None,
 ) -> str:
-    """One message as a chat bubble: role, author, badges, text (folded when long), tool work, cards."""
-    who = f'<span class="badge origin">{escape(origin)}</span> ' if origin else ""
+    """One message as a chat bubble: role, author, badges, text (folded when long), tool work, cards.
+
+    Where the stylesheet is removed (an untrusted notebook), the bubble still reads as a line:
+    separators the stylesheet hides show (``[input] user (dropped): text``), and a dropped
+    message is struck through by ``<del>``, which needs no stylesheet.
+    """
+    who = f"{badge_html('origin', origin, '[', '] ')}" if origin else ""
     who += escape(message.role)
     if message.author_name and message.author_name != message.role:
         who += f" · {escape(message.author_name)}"
     if moved_from:
-        who += f'<span class="badge moved">{escape(moved_from)} handed over as user</span>'
+        who += badge_html("moved", f"{moved_from} handed over as user")
     if dropped:
-        who += '<span class="badge">dropped</span>'
+        who += badge_html("", "dropped")
     if badge:
-        who += f'<span class="badge unseen">{escape(badge)}</span>'
+        who += badge_html("unseen", badge)
     parts = []
     if message.text:
         parts.append(_folded(message.text, max_chars))
@@ -103,7 +108,17 @@ def bubble(
         elif c.type != "text":
             parts.append(f"[{escape(c.type)}]")
     classes = "msg dropped" if dropped else f"msg {escape(message.role)}"
-    return f'<div class="{classes}"><span class="who">{who}</span>{"<br>".join(parts)}</div>'
+    body = "<br>".join(parts)
+    if dropped:
+        body = f"<del>{body}</del>"
+    return f'<div class="{classes}"><span class="who">{who}</span><span class="sep">: </span>{body}</div>'
+
+
+def badge_html(kind: str, text: str, before: str = " (", after: str = ")") -> str:
+    """A badge; ``before`` and ``after`` show only where the stylesheet is removed (around its text)."""
+    classes = f"badge {kind}" if kind else "badge"
+    badge = f'<span class="{classes}">{escape(text)}</span>'
+    return f'<span class="sep">{before}</span>{badge}<span class="sep">{after}</span>'
 
 
 def fold_list(items: Sequence[T], limit: int, render: Callable[[int, T], str], what: str = "messages") -> str:

@@ -14,7 +14,7 @@ from ..rendering import Displayable
 from ..workflow.result import folded
 from .chat import chat_column
 from .context import columns_html, legend
-from .graph import graph_of, graph_svg
+from .graph import graph_html, graph_of
 from .html import Theme, container, escape
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def run_view(
     if chat is not None:
         column = chat_column(chat, chat_marks or {}, max_messages=max_messages, max_chars=max_chars)
         columns = columns.replace('<div class="cols">', f'<div class="cols">{column}', 1)
-    picture = f'<div class="graph">{graph_svg(graph_of(wf, result.trace))}</div>' if graph and wf is not None else ""
+    picture = f'<div class="graph">{graph_html(graph_of(wf, result.trace))}</div>' if graph and wf is not None else ""
     # side by side while the columns fit at their narrowest beside the graph, below it otherwise
     basis = min(len(result.trace.executor_ids) + (chat is not None), 5) * 242
     side = f'<div class="side" style="flex-basis:{basis}px">{columns}</div>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .html import container, escape, page
+from .html import badge_html, container, escape, page
 from .run import run_view
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def _turn(e: Exchange, max_chars: int) -> str:
     out.append(f'<div class="msg user"><span class="who">user</span>{escape(e.text)}</div>')
     for executor, reply in e.answers:
         route = e.routes.get(executor)
-        badge = f'<span class="badge route">{escape(route)}</span>' if route else ""
+        badge = badge_html("route", route) if route else ""
         shown = reply if len(reply) <= max_chars else reply[:max_chars] + "…"
         out.append(
             f'<div class="msg assistant" data-executor="{escape(executor)}" data-route="{escape(route or "")}">'

@@ -57,7 +57,9 @@ async def test_everything_from_content_is_escaped():
     wf = WorkflowBuilder(start_executor=AgentExecutor(agent, id=EVIL), name=EVIL).build()
     result = await wf.run(EVIL)
     for html in (run_view(result), trace_html(result.trace, title=EVIL), timeline_html(result.trace)):
-        assert "<script>" not in html and "<img" not in html and "a<b>" not in html
+        # the only image is the graph's own picture: the hostile <img> is text
+        assert "<script>" not in html and not re.search(r'<img(?! class="graph-still" alt=")', html)
+        assert "a<b>" not in html
         assert "&lt;script&gt;" in html and "ünïcødé 🙂" in html
         assert 'onerror="' not in html
 

@@ -1,0 +1,85 @@
+"""notebooks/08_seeing_context.ipynb with its stored outputs, opened UNTRUSTED in JupyterLab in a real browser.
+
+Untrusted, JupyterLab removes every <style> and inline <svg> of an output and keeps inline styles,
+<img> with a data URL and <del>. What a student sees before "Run All" must still read: the graph as
+a picture (no stray text of the removed SVG), each message on its own line as "origin role: text",
+dropped messages struck through, the legend true. Nothing is executed. Screenshots go to
+$AGENT_NB_ARTIFACTS (or the test's temporary directory).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from jupyter_lab import CHROMIUM, artifacts, chromium_page, isolated_env, lab
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "08_seeing_context.ipynb"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)"),
+]
+
+
+@pytest.fixture(scope="module")
+def lab_url(tmp_path_factory):
+    """JupyterLab serving a copy of the notebook, outputs kept, with an isolated (trust-less) Jupyter config."""
+    base = tmp_path_factory.mktemp("seeing-context-nb")
+    root = base / "root"
+    root.mkdir()
+    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    env = isolated_env(base, {"notebook-extension/tracker": {"windowingMode": "none"}})
+    with lab(root, base, env, NOTEBOOK.name) as url:
+        yield url
+
+
+@pytest.fixture
+def page():
+    with chromium_page() as tab:
+        yield tab
+
+
+def test_the_run_views_read_untrusted_graph_columns_and_struck_messages(page, lab_url, tmp_path):
+    from playwright.sync_api import expect
+
+    shots = artifacts(tmp_path)
+    page.goto(lab_url)
+    notebook = page.locator(".jp-NotebookPanel .jp-Notebook")
+    outputs = notebook.locator(".jp-OutputArea-output")
+    expect(outputs.locator("img.graph-still").first).to_be_attached()
+    try:
+        assert outputs.locator("style").count() == 0, "the notebook was opened trusted: its <style> survived"
+        assert outputs.locator("svg").count() == 0  # what JupyterLab removes untrusted: the picture stands in
+
+        view = (
+            page.locator(".jp-Cell")
+            .filter(has_text='writer.context_mode = "last_agent"')
+            .locator(".jp-OutputArea-output")
+        )
+        expect(view).to_have_count(1)
+        view.scroll_into_view_if_needed()
+        picture = view.locator("img.graph-still")
+        expect(picture).to_be_visible()
+        assert picture.evaluate("img => img.complete && img.naturalWidth") > 100, "the graph's picture did not load"
+        assert "planner → researcher" in (picture.get_attribute("alt") or "")
+        expect(view.locator(".graph-live")).to_be_hidden()  # the removed SVG's text does not run into the page
+
+        writer = view.locator("section.col").filter(has=page.locator("h3", has_text="writer"))
+        expect(writer).to_have_count(1)
+        struck = writer.locator(".msg.dropped del")
+        expect(struck).to_have_count(2)  # last_agent dropped the question and the planner's reply
+        assert "line-through" in struck.first.evaluate("e => getComputedStyle(e).textDecorationLine")
+        lines = [t.strip() for t in writer.locator(".msg").all_inner_texts()]
+        assert any(re.match(r"^user \(dropped\): Plan a rainy Sunday", t) for t in lines), lines
+        assert any(t.startswith("[instructions] system: Write the final plan.") for t in lines), lines
+        assert any(t.startswith("[handed over] user · researcher (assistant handed over as user): ") for t in lines)
+        assert "superstep 3 · last_agent · answered" in writer.inner_text()
+        legend = view.locator("del", has_text="struck through")
+        expect(legend).to_have_count(1)  # the legend says struck through, and it is
+        page.screenshot(path=str(shots / "seeing-context-untrusted.png"))
+    except BaseException:
+        page.screenshot(path=str(shots / "seeing-context-untrusted-failed.png"), full_page=True)
+        raise
