@@ -18,7 +18,7 @@ from typing import Literal, TypeVar
 
 from ..messages import Message
 
-__all__ = ["CSS", "Theme", "bubble", "container", "escape", "fold_list", "page", "stylesheet"]
+__all__ = ["CSS", "SAYS", "Theme", "badge_html", "bubble", "container", "escape", "fold_list", "page", "stylesheet"]
 
 Theme = Literal["auto", "light", "dark"]
 T = TypeVar("T")
@@ -111,7 +111,11 @@ def bubble(
     body = "<br>".join(parts)
     if dropped:
         body = f"<del>{body}</del>"
-    return f'<div class="{classes}"><span class="who">{who}</span><span class="sep">: </span>{body}</div>'
+    return f'<div class="{classes}"><span class="who">{who}</span>{SAYS}{body}</div>'
+
+
+SAYS = '<span class="sep">: </span>'
+"""Between who says and what: shown only where the stylesheet is removed (``user: hello``)."""
 
 
 def badge_html(kind: str, text: str, before: str = " (", after: str = ")") -> str:

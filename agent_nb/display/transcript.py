@@ -5,30 +5,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .html import badge_html, container, escape, page
+from .html import SAYS, badge_html, container, escape, page
 from .run import run_view
 
 if TYPE_CHECKING:
     from ..dialogue import Dialogue, Exchange
 
-__all__ = ["dialogue_page", "transcript_html"]
+__all__ = ["EMPTY_TRANSCRIPT", "dialogue_page", "running_turn_html", "transcript_html", "turn_html"]
+
+EMPTY_TRANSCRIPT = '<div class="meta">no turns yet: send a message</div>'
 
 
-def _turn(e: Exchange, max_chars: int) -> str:
+def turn_html(e: Exchange, max_chars: int = 2000) -> str:
+    """One finished turn: its route and modes, the user's message, each agent's reply."""
     routes = sorted({r for r in e.routes.values() if r})
     facts = [f"turn {e.number}"]
     if routes:
         facts.append("route " + ", ".join(routes))
     facts.append(" · ".join(f"{eid}: {mode}" for eid, mode in e.modes.items()))
     out = [f'<div class="turn" data-turn="{e.number}"><div class="meta">{escape(" · ".join(facts))}</div>']
-    out.append(f'<div class="msg user"><span class="who">user</span>{escape(e.text)}</div>')
+    out.append(f'<div class="msg user"><span class="who">user</span>{SAYS}{escape(e.text)}</div>')
     for executor, reply in e.answers:
         route = e.routes.get(executor)
         badge = badge_html("route", route) if route else ""
         shown = reply if len(reply) <= max_chars else reply[:max_chars] + "…"
         out.append(
             f'<div class="msg assistant" data-executor="{escape(executor)}" data-route="{escape(route or "")}">'
-            f'<span class="who">assistant · {escape(executor)}{badge}</span>{escape(shown)}</div>'
+            f'<span class="who">assistant · {escape(executor)}{badge}</span>{SAYS}{escape(shown)}</div>'
         )
     if e.error:
         out.append(f'<div class="error">this turn failed and changed nothing: {escape(e.error)}</div>')
@@ -44,17 +47,23 @@ def transcript_html(
     max_chars: int = 2000,
 ) -> str:
     """The turns so far; ``pending`` is the message of a turn still running, ``live`` its replies so far."""
-    parts = [_turn(e, max_chars) for e in exchanges]
+    parts = [turn_html(e, max_chars) for e in exchanges]
     if pending is not None:
-        parts.append(f'<div class="turn running"><div class="meta">turn {len(exchanges) + 1} · running</div>')
-        parts.append(f'<div class="msg user"><span class="who">user</span>{escape(pending)}</div>')
-        for executor, text in live:
-            parts.append(
-                f'<div class="msg assistant live" data-executor="{escape(executor)}">'
-                f'<span class="who">assistant · {escape(executor)}</span>{escape(text)}</div>'
-            )
-        parts.append("</div>")
-    return "".join(parts) or '<div class="meta">no turns yet: send a message</div>'
+        parts.append(running_turn_html(len(exchanges) + 1, pending, live))
+    return "".join(parts) or EMPTY_TRANSCRIPT
+
+
+def running_turn_html(number: int, pending: str, live: Sequence[tuple[str, str]] = ()) -> str:
+    """The turn under way: the user's message and each agent's reply so far."""
+    parts = [f'<div class="turn running"><div class="meta">turn {number} · running</div>']
+    parts.append(f'<div class="msg user"><span class="who">user</span>{SAYS}{escape(pending)}</div>')
+    for executor, text in live:
+        parts.append(
+            f'<div class="msg assistant live" data-executor="{escape(executor)}">'
+            f'<span class="who">assistant · {escape(executor)}</span>{SAYS}{escape(text)}</div>'
+        )
+    parts.append("</div>")
+    return "".join(parts)
 
 
 def dialogue_page(dialogue: Dialogue) -> str:

@@ -8,9 +8,11 @@ is shown with its message and changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +23,7 @@ from ..dialogue import Dialogue, Exchange
 from ..disk import os_problem, write_whole
 from ..display.graph import workflow_html
 from ..display.html import container, escape
-from ..display.transcript import transcript_html
+from ..display.transcript import EMPTY_TRANSCRIPT, running_turn_html, turn_html
 from ..errors import UsageError
 from ..messages import AgentResponseUpdate
 from ..trace import ContextSnapshot, Trace
@@ -29,8 +31,6 @@ from .background import Background
 from .switchers import ContextModeSwitcher, ContextView, RouteSwitcher, problem_html
 
 if TYPE_CHECKING:
-    import asyncio
-
     from ..dialogue import Filter
     from ..routing import RoutingChatClient
     from ..sessions import AgentSession
@@ -77,7 +77,15 @@ class Playground(w.VBox):  # type: ignore[misc]
         self.route = RouteSwitcher(self.dialogue.router, dialogue=self.dialogue) if self.dialogue.router else None
         self.modes = {eid: ContextModeSwitcher(ex, dialogue=self.dialogue) for eid, ex in self.dialogue.agents.items()}
         self.status = w.HTML()
-        self.transcript = w.HTML()
+        self.transcript = w.VBox(layout=w.Layout(max_height="28em", overflow="auto"))
+        """One HTML widget per finished turn, then the turn under way: a turn is sent to the page once."""
+        self.live = w.HTML()
+        """The turn under way, redrawn as its words stream in (only it: not the turns before)."""
+        self._style = w.HTML(container(""))  # the stylesheet, once, for the turns' markup
+        self._empty = w.HTML(f'<div class="anb">{EMPTY_TRANSCRIPT}</div>')
+        self._turns: list[w.HTML] = []
+        self._drawn_live = self._drawn_view = 0.0
+        self._later: asyncio.TimerHandle | None = None
         self.view = ContextView()
 
         self.send_button.on_click(lambda _: self.send())
@@ -99,6 +107,7 @@ class Playground(w.VBox):  # type: ignore[misc]
         self.add_class("anb-playground")  # for a browser, and for a stylesheet
         for part, name in ((self.status, "status"), (self.transcript, "transcript"), (self.view, "view")):
             part.add_class(f"anb-{name}")
+        self._redraw_transcript()
         self._redraw()
 
     # -- driving it -------------------------------------------------------------------
@@ -129,6 +138,7 @@ class Playground(w.VBox):  # type: ignore[misc]
         self.last_error = None
         self._snapshots, self._live = [], {}
         self.status.value = ""
+        self._redraw_transcript()
         self._redraw()
 
     def export_html(self, path: str | Path | None = None) -> Path:
@@ -162,20 +172,27 @@ class Playground(w.VBox):  # type: ignore[misc]
         self.text.disabled = True
         self._live, self._snapshots = {}, []
         self.status.value = container('<div class="meta">running…</div>')
+        self._redraw_live(message, force=True)
+        self._redraw_transcript(running=True)
         self._redraw(pending=message)
         try:
             exchange = await self.dialogue.send(message, on_event=lambda e: self._event(e, message))
         except Exception as exc:
             self._show_error(exc)
             log.error("turn failed: %s", exc, exc_info=exc)
+            self._redraw_transcript()
             self._redraw()
             return None
         finally:
+            if self._later is not None:  # a redraw of the live turn still to come: the turn is over
+                self._later.cancel()
+                self._later = None
             self.send_button.disabled = False
             self.text.disabled = False
         self.last_error = None
         self.status.value = ""
         self.text.value = ""
+        self._redraw_transcript()
         self._redraw()
         return exchange
 
@@ -183,20 +200,49 @@ class Playground(w.VBox):  # type: ignore[misc]
         if event.type == "output" and isinstance(event.data, AgentResponseUpdate):  # type: ignore[attr-defined]
             eid = event.executor_id  # type: ignore[attr-defined]
             self._live[eid] = self._live.get(eid, "") + event.data.text  # type: ignore[attr-defined]
-            self._redraw(pending=message, view=False)
+            self._redraw_live(message)
         elif event.type == "executor_completed" and event.snapshot is not None:  # type: ignore[attr-defined]
             self._snapshots.append(event.snapshot)  # type: ignore[attr-defined]
-            self._redraw(pending=message)
+            self._redraw_live(message, force=True)
+            if time.monotonic() - self._drawn_view >= VIEW_EVERY:  # the whole run view: not for every step
+                self._redraw(pending=message)
 
     def _show_error(self, exc: BaseException) -> None:
         self.last_error = exc
         self.status.value = problem_html(exc)
 
-    def _redraw(self, *, pending: str | None = None, view: bool = True) -> None:
-        d = self.dialogue
-        self.transcript.value = container(transcript_html(d.exchanges, live=list(self._live.items()), pending=pending))
-        if not view:
+    def _redraw_live(self, message: str, *, force: bool = False) -> None:
+        """The turn under way, at most every ``LIVE_EVERY`` seconds while words stream in (and when asked).
+
+        Words that arrive sooner are drawn by a redraw set for the end of that interval, so the
+        last words show even when the model pauses.
+        """
+        now = time.monotonic()
+        wait = self._drawn_live + LIVE_EVERY - now
+        if not force and wait > 0:
+            if self._later is None:
+                self._later = asyncio.get_running_loop().call_later(wait, self._redraw_live, message)
             return
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+        self._drawn_live = now
+        number = len(self.dialogue.exchanges) + 1
+        self.live.value = f'<div class="anb">{running_turn_html(number, message, list(self._live.items()))}</div>'
+
+    def _redraw_transcript(self, *, running: bool = False) -> None:
+        """Add a widget for each turn that finished since (a reset starts again); the live turn last."""
+        exchanges = self.dialogue.exchanges
+        if len(self._turns) > len(exchanges):
+            self._turns = []
+        for e in exchanges[len(self._turns) :]:
+            self._turns.append(w.HTML(f'<div class="anb">{turn_html(e)}</div>'))
+        body = [*self._turns, self.live] if running else list(self._turns)
+        self.transcript.children = (self._style, *(body or [self._empty]))
+
+    def _redraw(self, *, pending: str | None = None) -> None:
+        d = self.dialogue
+        self._drawn_view = time.monotonic()
         if pending is not None:
             from ..workflow import RunResult
 
@@ -218,6 +264,12 @@ class Playground(w.VBox):  # type: ignore[misc]
             return
         self.status.value = container(f'<div class="meta">wrote {escape(path)}</div>')
 
+
+LIVE_EVERY = 0.1
+"""Seconds between two redraws of a reply streaming in: a fast model's words are drawn in batches."""
+
+VIEW_EVERY = 0.5
+"""Seconds between two redraws of the run view while a turn runs (it is drawn again when the turn ends)."""
 
 NAME_MAX = 255
 """The longest file name, in bytes, most file systems take (ext4, xfs, btrfs, APFS, NTFS in UTF-16 units)."""

@@ -1,5 +1,6 @@
 """The playground and its parts, driven from Python the way a browser would drive them."""
 
+import asyncio
 import json
 
 from doubles import GatedClient
@@ -29,6 +30,11 @@ async def settle(pg):
     await pg.wait()
 
 
+def shown(pg):
+    """What the transcript shows: its turns' widgets, then the turn under way."""
+    return "".join(child.value for child in pg.transcript.children)
+
+
 async def test_send_switch_route_and_mode_and_send_again():
     pg = Playground(trip(RoutingChatClient({"fast": MirrorChatClient(), "smart": MirrorChatClient()})))
     assert pg.route.dropdown.options == ("fast", "smart")
@@ -43,8 +49,8 @@ async def test_send_switch_route_and_mode_and_send_again():
     first, second = pg.dialogue.exchanges
     assert set(first.routes.values()) == {"fast"} and set(second.routes.values()) == {"smart"}
     assert second.modes["writer"] == "last_agent"
-    assert pg.transcript.value.count('data-route="smart"') == 3
-    assert "turn 2 · route smart" in pg.transcript.value and "writer: last_agent" in pg.transcript.value
+    assert shown(pg).count('data-route="smart"') == 3
+    assert "turn 2 · route smart" in shown(pg) and "writer: last_agent" in shown(pg)
     assert "turn 2 of 2" in pg.view.value and "dropped by last_agent" in pg.view.value
     assert pg.text.value == "" and not pg.send_button.disabled
 
@@ -56,7 +62,11 @@ async def test_send_is_disabled_while_a_turn_runs_and_tokens_show_as_they_arrive
     assert pg.send_button.disabled
     assert pg.send("again") is None  # a second send while the first is on its way is ignored
     await gated.started.wait()
-    assert 'class="msg assistant live"' in pg.transcript.value and "I</div>" in pg.transcript.value
+    for _ in range(50):  # a reply streaming in is drawn at most every LIVE_EVERY seconds
+        if "I</div>" in shown(pg):
+            break
+        await asyncio.sleep(0.02)
+    assert 'class="msg assistant live"' in shown(pg) and "I</div>" in shown(pg)
     assert "running" in pg.view.value
     gated.gate.set()
     await task
@@ -73,7 +83,7 @@ async def test_an_error_is_shown_in_the_widget_and_changes_nothing():
     pg.route.value = "bad"
     assert await pg.send("two") is None
     assert "quota exhausted" in pg.status.value and "quota exhausted" in str(pg.last_error)
-    assert "this turn failed and changed nothing" in pg.transcript.value
+    assert "this turn failed and changed nothing" in shown(pg)
     assert not pg.send_button.disabled
     pg.route.value = "good"
     third = await pg.send("three")
@@ -101,7 +111,7 @@ async def test_reset_and_export(tmp_path):
     assert json.loads((tmp_path / "trip.json").read_text())["turns"][0]["text"] == "Plan a trip"
     assert "I see 1 message" in (tmp_path / "trip.html").read_text()
     pg.reset_button.click()
-    assert pg.dialogue.exchanges == [] and "no turns yet" in pg.transcript.value
+    assert pg.dialogue.exchanges == [] and "no turns yet" in shown(pg)
     again = await pg.send("Plan again")
     assert again.answers[0][1] == 'I see 1 message: user "Plan again"'
 
@@ -129,3 +139,33 @@ def test_in_a_script_send_runs_the_turn_to_the_end():
     pg = Playground(ChatAgent(MirrorChatClient(), name="assistant"))
     exchange = pg.send("hello")
     assert exchange.answer == 'I see 1 message: user "hello"' and pg.route is None
+
+
+async def test_a_turn_sends_what_is_new_not_the_whole_transcript_again(monkeypatch):
+    import ipywidgets
+
+    sent = {"transcript": 0}
+    pg = Playground(trip(RoutingChatClient({"smart": MirrorChatClient()})))
+
+    def counting(widget, key=None):  # what the kernel would send the page: the widget's changed state
+        if widget is pg.transcript or widget is pg.live or widget in pg.transcript.children:
+            sent["transcript"] += len(json.dumps(widget.get_state(key), default=str))
+
+    opened = ipywidgets.Widget.open
+
+    def opening(widget):  # a new widget is sent whole when it is made
+        opened(widget)
+        if isinstance(widget, ipywidgets.HTML):
+            sent["transcript"] += len(json.dumps(widget.get_state(), default=str))
+
+    monkeypatch.setattr(ipywidgets.Widget, "send_state", counting)
+    monkeypatch.setattr(ipywidgets.Widget, "open", opening)
+    per_turn = []
+    for i in range(1, 16):
+        sent["transcript"] = 0
+        await pg.send(f"turn {i}: a rainy Sunday in Lisbon, a museum, then lunch")
+        per_turn.append((sent["transcript"], len(pg.transcript.children[-1].value)))  # the turn, as drawn once
+    assert len(pg.transcript.children) == 1 + 15  # the stylesheet, then one widget per turn
+    for transcript_bytes, turn in per_turn:
+        assert transcript_bytes <= 4 * turn + 2_000, per_turn  # its own words, a few times: not the turns before
+    assert pg.transcript.layout.max_height and pg.transcript.layout.overflow == "auto"  # it scrolls
