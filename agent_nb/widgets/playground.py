@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,7 +69,7 @@ class Playground(w.VBox):  # type: ignore[misc]
         self._live: dict[str, str] = {}
         self._snapshots: list[ContextSnapshot] = []
 
-        self.text = w.Text(placeholder="Type a message and press Send")
+        self.text = w.Text(placeholder="Type a message and press Enter")
         self.text.layout.width = "60%"
         self.send_button = w.Button(description="Send", button_style="primary", icon="paper-plane")
         self.reset_button = w.Button(description="Reset", icon="rotate-left")
@@ -89,6 +90,9 @@ class Playground(w.VBox):  # type: ignore[misc]
         self.view = ContextView()
 
         self.send_button.on_click(lambda _: self.send())
+        with warnings.catch_warnings():  # ipywidgets 8 deprecates it, and offers nothing else that is Enter alone
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.text.on_submit(lambda _: self.send())  # Enter sends (a blur does not, as it would with observe)
         self.reset_button.on_click(lambda _: self.reset())
         self.export_html_button.on_click(lambda _: self._export(self.export_html))
         self.export_json_button.on_click(lambda _: self._export(self.export_json))

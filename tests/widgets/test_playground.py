@@ -169,3 +169,11 @@ async def test_a_turn_sends_what_is_new_not_the_whole_transcript_again(monkeypat
     for transcript_bytes, turn in per_turn:
         assert transcript_bytes <= 4 * turn + 2_000, per_turn  # its own words, a few times: not the turns before
     assert pg.transcript.layout.max_height and pg.transcript.layout.overflow == "auto"  # it scrolls
+
+
+async def test_enter_in_the_message_box_sends():
+    pg = Playground(ChatAgent(MirrorChatClient(), name="assistant"))
+    pg.text.value = "hello there"
+    pg.text._handle_custom_msg({"event": "submit"}, [])  # what the page sends on Enter
+    await settle(pg)
+    assert [e.text for e in pg.dialogue.exchanges] == ["hello there"] and pg.text.value == ""

@@ -72,7 +72,7 @@ def _shot_on_failure(page, path: Path):
 
 
 def converse(page, shots: Path, name: str) -> None:
-    """Send, switch route, send, switch the writer to last_agent, send — checking what the page shows."""
+    """Send, send with Enter, switch route, send, switch the writer to last_agent, send — checking what shows."""
     from playwright.sync_api import expect
 
     playground = page.locator(".anb-playground").first
@@ -80,20 +80,25 @@ def converse(page, shots: Path, name: str) -> None:
     send = playground.locator("button", has_text="Send")
     transcript = playground.locator(".anb-transcript")
 
-    def say(message: str) -> None:
+    def say(message: str, *, enter: bool = False) -> None:
         text.fill(message)
         expect(send).to_be_enabled()
-        send.click()
+        if enter:
+            text.press("Enter")  # Enter sends, as Send does
+        else:
+            send.click()
         expect(transcript.locator(".turn:not(.running)").filter(has_text=message)).to_have_count(1)
 
     say("Plan a rainy Sunday in Lisbon")
-    expect(transcript.locator('.msg.assistant[data-route="fast"]')).to_have_count(3)
-    playground.locator(".widget-dropdown").filter(has_text="route").locator("select").select_option("smart")
-    say("Make it indoors only")
+    expect(transcript.locator('.msg.assistant[data-route="smart"]')).to_have_count(3)  # it starts on smart
+    say("Make it indoors only", enter=True)
     smart = transcript.locator('.msg.assistant[data-route="smart"]')
-    expect(smart).to_have_count(3)
-    # the new route got the whole history: the planner's second reply lists the first turn's message
-    expect(smart.first).to_contain_text('I see 3 messages: user "Plan a rainy Sunday in…"')
+    expect(smart).to_have_count(6)
+    # each agent's model got its whole history: the planner's second reply lists the first turn's message
+    expect(smart.nth(3)).to_contain_text('I see 3 messages: user "Plan a rainy Sunday in…"')
+    playground.locator(".widget-dropdown").filter(has_text="route").locator("select").select_option("fast")
+    say("Back to the echo")
+    expect(transcript.locator('.msg.assistant[data-route="fast"]')).to_have_count(3)
     page.screenshot(path=str(shots / f"{name}-route.png"), full_page=True)
 
     writer_column = playground.locator('section.col[data-executor="writer"]')
@@ -101,7 +106,7 @@ def converse(page, shots: Path, name: str) -> None:
     playground.locator(".widget-dropdown").filter(has_text="writer").locator("select").select_option("last_agent")
     say("Add a museum")
     expect(writer_column).to_contain_text("dropped by last_agent")
-    expect(transcript).to_contain_text("turn 3 · route smart")
+    expect(transcript).to_contain_text("turn 4 · route fast")
     expect(transcript).to_contain_text("writer: last_agent")
     page.screenshot(path=str(shots / f"{name}-last-agent.png"), full_page=True)
 
@@ -117,7 +122,7 @@ def test_in_jupyterlab(page, lab_url, tmp_path):
     page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
     expect(page.locator(".jp-Cell").last.locator(".jp-InputPrompt")).not_to_have_text("[*]:")
     expect(page.locator(".jp-InputPrompt").filter(has_text="[*]")).to_have_count(0)
-    expect(page.locator(".jp-OutputArea-output").filter(has_text="turn 2: routes ['smart'], writer last_agent"))
+    expect(page.locator(".jp-OutputArea-output").filter(has_text="turn 3: routes ['fast'], writer last_agent"))
     with _shot_on_failure(page, shots / "lab-failed.png"):
         converse(page, shots, "lab")
 
