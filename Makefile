@@ -43,9 +43,13 @@ test: lint system-deps
 	$(BIN)/python -m pytest
 
 # Re-execute the notebooks and store their outputs (what nbval compares against); no progress bars,
-# as under nbval, so the stored outputs do not carry a widget of their own.
+# as under nbval, so the stored outputs do not carry a widget of their own. The widgets' state is not
+# stored: where no kernel runs them, renderers (nbconvert, JupyterLab with the kernel off) show the
+# static snapshot each widget puts beside itself, instead of a widget that loads scripts from the network.
 notebooks: $(VENV)/.installed-dev
 	AGENT_NB_NO_PROGRESS=1 $(BIN)/jupyter execute --inplace notebooks/*.ipynb
+	$(BIN)/python -c "import sys, nbformat; [nbformat.write(nb, f) for f in sys.argv[1:] \
+	  for nb in [nbformat.read(f, as_version=4)] if nb.metadata.pop('widgets', None) is not None]" notebooks/*.ipynb
 
 # Record the real-models notebook's cassettes again, against the local model on loopback.
 cassettes: $(VENV)/.installed-dev

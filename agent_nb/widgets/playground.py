@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
+from ..contents import shorten
 from ..dialogue import Dialogue, Exchange
 from ..disk import os_problem, write_whole
 from ..display.graph import workflow_html
@@ -168,6 +169,37 @@ class Playground(w.VBox):  # type: ignore[misc]
         except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no such directory yet
             limit = NAME_MAX
         return self.export_dir / export_name(self.dialogue.workflow.name, suffix, limit)
+
+    # -- outside a live kernel -------------------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The live widget, and beside it what it shows now, for where no kernel runs it.
+
+        An exported page, a closed notebook or a renderer without widgets shows the transcript and
+        the run view instead of an empty output.
+        """
+        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
+        data["text/plain"] = self.to_text()
+        data["text/html"] = self.snapshot_html()
+        return data
+
+    def snapshot_html(self) -> str:
+        """The transcript and the latest run view, as static HTML (no controls)."""
+        d = self.dialogue
+        note = (
+            f'<div class="meta">playground of {escape(d.workflow.name)}, as it was when shown: '
+            "run the notebook to talk to it</div>"
+        )
+        turns = "".join(turn_html(e) for e in d.exchanges) or EMPTY_TRANSCRIPT
+        return container(note + turns) + self.view.value
+
+    def to_text(self) -> str:
+        d = self.dialogue
+        lines = [f"Playground({d.workflow.name!r}): {len(d.exchanges)} turn{'' if len(d.exchanges) == 1 else 's'}"]
+        for e in d.exchanges:
+            lines.append(f"  turn {e.number} · you: {shorten(e.text, 80)}")
+            lines += [f"    {executor}: {shorten(reply, 80)}" for executor, reply in e.answers]
+        return "\n".join(lines)
 
     # -- what happens -----------------------------------------------------------------
 

@@ -54,6 +54,23 @@ class RequestsForm(w.VBox):  # type: ignore[misc]
     def requests(self) -> tuple[PendingRequest, ...]:
         return self.workflow.pending_requests
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The live form, and beside it the requests as text and static HTML, for where no kernel runs it."""
+        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
+        data["text/plain"] = self.to_text()
+        items = "".join(
+            f"<li><b>{escape(r.executor_id)}</b> asks <code>{escape(r.request_id)}</code>: {escape(r.prompt)}</li>"
+            for r in self.requests
+        )
+        body = f"<ul>{items}</ul>" if items else '<div class="meta">no pending requests</div>'
+        data["text/html"] = container(f'<div class="meta">requests of {escape(self.workflow.name)}</div>{body}')
+        return data
+
+    def to_text(self) -> str:
+        lines = [f"RequestsForm({self.workflow.name!r}): {len(self.requests)} pending"]
+        lines += [f"  {r.executor_id} asks {r.request_id}: {shorten(r.prompt, 90)}" for r in self.requests]
+        return "\n".join(lines)
+
     def refresh(self) -> None:
         """Show the workflow's pending requests as they are now; one answered elsewhere is shown as answered."""
         self.rows = {r.request_id: _Row(r, self) for r in self.requests}

@@ -177,3 +177,16 @@ async def test_enter_in_the_message_box_sends():
     pg.text._handle_custom_msg({"event": "submit"}, [])  # what the page sends on Enter
     await settle(pg)
     assert [e.text for e in pg.dialogue.exchanges] == ["hello there"] and pg.text.value == ""
+
+
+async def test_outside_a_kernel_the_bundle_shows_the_transcript_and_the_run_view_not_the_widget_tree():
+    pg = Playground(trip(RoutingChatClient({"smart": MirrorChatClient()})))
+    await pg.send("Plan a <b>rainy</b> Sunday")
+    bundle = pg._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # live, the widget itself
+    assert bundle["text/plain"].startswith("Playground('trip'): 1 turn\n  turn 1 · you: Plan a <b>rainy</b> Sunday")
+    assert "children=" not in bundle["text/plain"]
+    html = bundle["text/html"]
+    assert "Plan a &lt;b&gt;rainy&lt;/b&gt; Sunday" in html and "<b>rainy" not in html
+    assert 'data-route="smart"' in html and '<section class="col"' in html  # the transcript, then the columns
+    assert "run the notebook to talk to it" in html

@@ -56,3 +56,17 @@ async def test_reject_button_and_a_refused_answer_changes_nothing():
     form.rows[rid].reject.click()
     await form.wait()
     assert form.last_result.get_outputs() == ["refused"]
+
+
+async def test_outside_a_kernel_the_bundle_lists_the_requests():
+    workflow = desk()
+    await workflow.run("A7 <script>")
+    bundle = RequestsForm(workflow)._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    [request] = workflow.pending_requests
+    assert bundle["text/plain"] == f"RequestsForm('workflow'): 1 pending\n  desk asks {request.request_id}: " + (
+        "Refund <b>A7 <script></b>?"
+    )
+    assert (
+        "Refund &lt;b&gt;A7 &lt;script&gt;&lt;/b&gt;?" in bundle["text/html"] and "<script>" not in bundle["text/html"]
+    )
