@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..dialogue import Filter
     from ..routing import RoutingChatClient
     from ..sessions import AgentSession
-    from ..workflow import WorkflowEvent
+    from ..workflow import RunResult, WorkflowEvent
 
 __all__ = ["Playground"]
 
@@ -217,7 +217,8 @@ class Playground(w.VBox):  # type: ignore[misc]
             self._show_error(exc)
             log.error("turn failed: %s", exc, exc_info=exc)
             self._redraw_transcript()
-            self._redraw()
+            last = self.dialogue.exchanges[-1] if self.dialogue.exchanges else None
+            self._redraw(failed=last.result if last is not None and last.error else None)
             return None
         finally:
             if self._later is not None:  # a redraw of the live turn still to come: the turn is over
@@ -276,10 +277,13 @@ class Playground(w.VBox):  # type: ignore[misc]
         body = [*self._turns, self.live] if running else list(self._turns)
         self.transcript.children = (self._style, *(body or [self._empty]))
 
-    def _redraw(self, *, pending: str | None = None) -> None:
+    def _redraw(self, *, pending: str | None = None, failed: RunResult | None = None) -> None:
+        """The run view: of the turn under way, of a turn that failed (what arrived, what was dropped), or the last."""
         d = self.dialogue
         self._drawn_view = time.monotonic()
-        if pending is not None:
+        if failed is not None:
+            self.view.update([*d.results, failed])
+        elif pending is not None:
             from ..workflow import RunResult
 
             partial = Trace(self._snapshots, tuple(d.workflow.executors))

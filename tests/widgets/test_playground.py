@@ -1,6 +1,7 @@
 """The playground and its parts, driven from Python the way a browser would drive them."""
 
 import asyncio
+import html
 import json
 
 from doubles import GatedClient
@@ -144,6 +145,8 @@ def test_in_a_script_send_runs_the_turn_to_the_end():
 async def test_a_turn_sends_what_is_new_not_the_whole_transcript_again(monkeypatch):
     import ipywidgets
 
+    from agent_nb.widgets import playground
+
     sent = {"transcript": 0}
     pg = Playground(trip(RoutingChatClient({"smart": MirrorChatClient()})))
 
@@ -160,6 +163,7 @@ async def test_a_turn_sends_what_is_new_not_the_whole_transcript_again(monkeypat
 
     monkeypatch.setattr(ipywidgets.Widget, "send_state", counting)
     monkeypatch.setattr(ipywidgets.Widget, "open", opening)
+    monkeypatch.setattr(playground, "LIVE_EVERY", 3600.0)  # the count must not depend on this machine's speed
     per_turn = []
     for i in range(1, 16):
         sent["transcript"] = 0
@@ -190,3 +194,20 @@ async def test_outside_a_kernel_the_bundle_shows_the_transcript_and_the_run_view
     assert "Plan a &lt;b&gt;rainy&lt;/b&gt; Sunday" in html and "<b>rainy" not in html
     assert 'data-route="smart"' in html and '<section class="col"' in html  # the transcript, then the columns
     assert "run the notebook to talk to it" in html
+
+
+async def test_a_filter_that_drops_everything_says_so_and_the_view_shows_that_turn():
+    def nothing(messages):
+        return []
+
+    pg = Playground(trip(RoutingChatClient({"smart": MirrorChatClient()})), filters={"nothing": nothing})
+    await pg.send("Plan a rainy Sunday")
+    pg.modes["writer"].value = "custom: nothing"
+    await pg.send("Indoors only")
+    status = html.unescape(pg.status.value)
+    assert "its context_filter 'nothing' dropped all" in status  # what happened, and what to do
+    assert "make it keep at least one, or change the mode" in status
+    assert "turn 2 of 2" in pg.view.value and "failed" in pg.view.value  # that turn, not the one before
+    writer = pg.view.value[pg.view.value.index('data-executor="writer"') :]
+    assert "dropped by nothing" in writer and "Indoors only</del>" in writer
+    assert len(pg.dialogue.results) == 1  # it changed nothing
