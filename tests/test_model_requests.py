@@ -154,3 +154,15 @@ async def test_a_repair_by_the_router_is_shown_where_it_happened() -> None:
     assert f"    repaired  {request.repairs[0]}" in text and "noted" not in text
     html = run_view(result)
     assert "repaired by the router: " in html and html.count(request.repairs[0][:40]) == 1
+
+
+async def test_the_trace_as_json_carries_each_request_secrets_masked() -> None:
+    import json
+
+    result = await chain(ScriptedChatClient(["done"]), options={"api_key": KEY, "response_format": dict}).run("hi")
+    [request] = result.trace.to_dict()["snapshots"][1]["model_requests"]
+    text = json.dumps(request)  # JSON-ready: an option that is not JSON is described
+    assert KEY not in text and request["options"]["api_key"] == "***"
+    assert request["origins"] == ["instructions", "input", "handed over"]
+    assert [m["role"] for m in request["messages"]] == ["system", "user", "user"]
+    assert request["options"]["response_format"].startswith("type ")

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from ..clients.redaction import REQUEST_EXTRAS, is_secret_key, redact_tree
 from ..messages import Message
 
-__all__ = ["ORIGINS", "ModelRequest", "origins_of", "recording"]
+__all__ = ["ORIGINS", "ModelRequest", "origins_of", "recorder", "recording", "safe_options"]
 
 ORIGINS = ("instructions", "history", "handed over", "input", "tool work")
 """Where a message of a request came from: the agent's instructions, its stored history, another
@@ -30,7 +30,7 @@ class ModelRequest(NamedTuple):
 
     agent: str
     messages: tuple[Message, ...]
-    """The messages exactly as the client got them, in order."""
+    """The messages exactly as the agent sent them to its client, in order (a router may repair them: ``repairs``)."""
     spans: tuple[int, int, int]
     """How many of the messages are instructions, then history, then this turn's (the rest: tool work)."""
     tools: tuple[str, ...] = ()

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
+from pydantic_core import to_jsonable_python
+
 from ..agents.requests import ModelRequest
 from ..errors import did_you_mean
 from ..messages import AgentResponse, Message
@@ -214,6 +216,22 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
                     "route": s.response.route,
                     "model": s.response.model,
                 }
+            if s.model_requests:
+                record["model_requests"] = [
+                    {
+                        "agent": q.agent,
+                        "round": q.round,
+                        "messages": dump(q.messages),
+                        "origins": list(q.origins),
+                        "tools": list(q.tools),
+                        "options": to_jsonable_python(q.options, fallback=lambda v: describe_value(v, 200)),
+                        "route": q.route,
+                        "model": q.model,
+                        "error": q.error,
+                        "repairs": list(q.repairs),
+                    }
+                    for q in s.model_requests
+                ]
             snapshots.append(record)
         return {"executors": list(self.executor_ids), "snapshots": snapshots, "chat": dump(self.chat)}
 
