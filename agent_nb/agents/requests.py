@@ -97,7 +97,7 @@ def origins_of(agent: str, instructions: int, history: int, new: Sequence[Messag
         author = m.author_name
         if m.role == "tool" or (author == agent and any(c.type == "function_call" for c in m.contents)):
             labels.append("tool work")
-        elif author is not None and author != agent:
+        elif author is not None and author != agent and author != "user":  # "user": the person, as a harness names them
             labels.append("handed over")
         else:
             labels.append("input")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from ..agents.requests import recording
 from ..contents import (
     FunctionCallContent,
     FunctionResultContent,
@@ -207,6 +208,15 @@ class Orchestrator(Component):
     # -- planning -----------------------------------------------------------------------
 
     async def _plan(self, st: OrchestratorState, desk: Desk, ctx: WorkflowContext[Any, Any]) -> None:
+        """Plan until a step hands over or ends; what a model planner sent its model is kept for the trace."""
+        with recording() as sent:
+            try:
+                await self._planned(st, desk, ctx)
+            finally:
+                if sent:
+                    ctx.record_context(model_requests=tuple(sent))
+
+    async def _planned(self, st: OrchestratorState, desk: Desk, ctx: WorkflowContext[Any, Any]) -> None:
         steps: list[Step] = []
         dropped: tuple[Message, ...] = ()
         if desk.centralized:  # once per invocation, before it plans

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
+from ..agents.requests import ModelRequest, recorder, safe_options
 from ..contents import TextContent
 from ..messages import Message
 from ..trace.who_has import strings_of
@@ -312,6 +313,23 @@ class ModelPlanner:
             lines.append(f"- {c.id}: {c.description} (inputs: {inputs or 'none'}; outputs: {outputs or 'none'})")
         return "\n".join(lines)
 
+    def _request(
+        self,
+        view: PlannerView,
+        messages: list[Message],
+        options: Mapping[str, Any],
+        route: str | None = None,
+        model: str | None = None,
+        repairs: tuple[str, ...] = (),
+        error: str | None = None,
+    ) -> ModelRequest:
+        """One request as sent: its prompt (instructions), then the orchestrator's context; components as tools."""
+        tools = tuple(c.id for c in view.components)
+        return ModelRequest(
+            view.orchestrator, tuple(messages), (1, 0, len(messages) - 1), tools, safe_options(options), 0,
+            route, model, error, repairs,
+        )  # fmt: skip
+
     async def next_step(self, view: PlannerView) -> Step:
         last = view.context[-1] if view.context else None
         if last is not None and last.role == "assistant" and last.author_name == view.orchestrator and last.text:
@@ -320,7 +338,15 @@ class ModelPlanner:
         request = requests[-1].message_id if requests else None
         messages = [Message("system", [self.prompt(view)]), *(_readable(m) for m in view.context)]
         options = {**self.options, "tools": [c.schema() for c in view.components]}
-        response = await self.client.get_response(messages, options, session=self.session)
+        sent = recorder()  # the orchestrator records what its model received, for the trace
+        try:
+            response = await self.client.get_response(messages, options, session=self.session)
+        except Exception as exc:
+            if sent is not None:
+                sent.append(self._request(view, messages, options, error=f"{type(exc).__name__}: {exc}"))
+            raise
+        if sent is not None:
+            sent.append(self._request(view, messages, options, response.route, response.model, response.repairs))
         calls = [c for m in response.messages for c in m.contents if c.type == "function_call"]
         if calls:
             call = calls[0]

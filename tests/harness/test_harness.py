@@ -194,6 +194,13 @@ async def test_a_model_planner_sees_the_orchestrators_context_and_plans_with_too
     assert [m.role for m in second[1:]] == ["user", "assistant", "tool", "assistant"]
     assert second[-1].text.startswith("We are open 9:00")  # the topic's implicit text, nothing more
     assert [m.author_name for m in h.transcript if m.role == "assistant"] == ["opening_hours", "orchestrator"]
+    # what the orchestrator's model received is on its snapshots, as sent: its prompt, then its context
+    requests = [q for s in h.trace.for_executor("orchestrator") for q in s.model_requests]
+    assert [list(q.messages) for q in requests] == [list(sent) for sent, _ in seen]
+    assert requests[0].origins == ("instructions", "input") and requests[0].tools == ("opening_hours",)
+    prompt = "Call a component when it can handle the user's request"  # in its model's prompt alone
+    assert h.trace.who_has(prompt)["orchestrator"].in_context
+    assert not h.trace.who_has(prompt, scope="executor")["orchestrator"].in_context
 
 
 async def test_a_model_planner_that_calls_no_such_component_finishes():
