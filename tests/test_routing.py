@@ -364,8 +364,9 @@ async def test_a_route_without_tools_is_not_offered_the_agents_tools():
         return city
 
     agent = ChatAgent(RoutingChatClient({"plain": client}), name="a", tools=[weather], options={"tool_choice": "auto"})
-    await agent.run("hi")
+    response = await agent.run("hi")
     assert "tools" not in client.requests[0][1] and "tool_choice" not in client.requests[0][1]
+    assert response.repairs == ("the agent's tools were not offered: route 'plain' does not call tools",)
 
 
 async def test_two_routers_of_one_name_on_one_session_are_refused_not_moving_each_others_route():

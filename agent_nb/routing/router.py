@@ -312,10 +312,11 @@ class RoutingChatClient(Displayable):
         )
 
     @staticmethod
-    def _options_for(client: ChatClient, options: Mapping[str, Any]) -> Mapping[str, Any]:
-        """A route without tool calling is not offered the agent's tools."""
+    def _offered(route: str, client: ChatClient, options: Mapping[str, Any], repairs: list[str]) -> Mapping[str, Any]:
+        """A route without tool calling is not offered the agent's tools; ``repairs`` says so."""
         if capabilities_of(client).tool_calls or not any(k in options for k in _TOOL_OPTIONS):
             return options
+        repairs.append(f"the agent's tools were not offered: route {route!r} does not call tools")
         return {k: v for k, v in options.items() if k not in _TOOL_OPTIONS}
 
     async def get_response(
@@ -328,7 +329,7 @@ class RoutingChatClient(Displayable):
         options = options or {}
         route, client = self._choose(messages, options, session)
         request, repairs = self._prepare(route, client, messages, session)
-        options = self._options_for(client, options)
+        options = self._offered(route, client, options, repairs)
         try:
             response = await client.get_response(request, options, session=session)
         except Exception as exc:
@@ -355,7 +356,7 @@ class RoutingChatClient(Displayable):
         options = options or {}
         route, client = self._choose(messages, options, session)
         request, repairs = self._prepare(route, client, messages, session)
-        options = self._options_for(client, options)
+        options = self._offered(route, client, options, repairs)
         first = {"route": route, "repairs": tuple(repairs)}
         try:
             async with closing_stream(client.get_streaming_response(request, options, session=session)) as updates:
