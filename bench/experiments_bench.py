@@ -118,8 +118,13 @@ def inputs(n: int) -> list[str]:
     return [f"Plan a rainy Sunday in Lisbon, request {i:05d}" for i in range(n)]
 
 
-def experiment(target: Callable[..., Any], n_inputs: int, *, grid: Any = GRID, name: str | None = None) -> Experiment:
-    return Experiment(target, inputs=inputs(n_inputs), grid=grid, scorers=[scorers.contains(WANTED)], name=name)
+def experiment(
+    target: Callable[..., Any], n_inputs: int, *, grid: Any = GRID, name: str | None = None, keep_traces: bool = True
+) -> Experiment:
+    return Experiment(
+        target, inputs=inputs(n_inputs), grid=grid, scorers=[scorers.contains(WANTED)], name=name,
+        keep_traces=keep_traces,
+    )  # fmt: skip
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -272,12 +277,10 @@ async def count_child(variant: str, n_inputs: int) -> None:
     try:
         await hand_loop(inputs(20))
         await experiment(build, 20, name="warm-up").run(store=stores.new(), progress=False)
-        texts = inputs(n_inputs)
         if variant == "hand":
-            await hand_loop(texts)
+            await hand_loop(inputs(n_inputs))
         else:
-            exp = Experiment(build, inputs=texts, grid=GRID, scorers=[scorers.contains(WANTED)],
-                             keep_traces=variant == "experiment")  # fmt: skip
+            exp = experiment(build, n_inputs, keep_traces=variant == "experiment")
             await exp.run(engine="local", max_concurrency=1, store=stores.new(), progress=False)
     finally:
         stores.close()

@@ -23,12 +23,19 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 TIMEOUT_MS = 90_000  # a server and a kernel starting on two busy cores
 TOKEN = "agent-nb-test"
+BROWSER = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)"),
+]
+"""The marks of a test that drives chromium (``pytestmark = BROWSER``)."""
 
 
 def free_port() -> int:
@@ -95,6 +102,19 @@ def lab(root: Path, base: Path, env: dict[str, str], notebook: str) -> Iterator[
         yield f"http://127.0.0.1:{port}/lab/tree/{notebook}?token={TOKEN}"
     finally:
         stop(proc)
+
+
+@contextlib.contextmanager
+def stored_untrusted(notebook: Path, base: Path) -> Iterator[str]:
+    """JupyterLab serving a copy of ``notebook`` with its stored outputs, untrusted (an isolated Jupyter
+    config has no trust database), every cell in the DOM (none rendered lazily); the URL that opens it.
+    """
+    root = base / "root"
+    root.mkdir()
+    shutil.copy(notebook, root / notebook.name)
+    env = isolated_env(base, {"notebook-extension/tracker": {"windowingMode": "none"}})
+    with lab(root, base, env, notebook.name) as url:
+        yield url
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ from agent_nb import (
     StepFailed,
     WorkflowBuilder,
 )
-from agent_nb.agents.requests import recording
+from agent_nb.agents.requests import recorder, recording
 from agent_nb.trace.codec import dump_trace, load_trace
 
 KEY = "sk-test-0123456789abcdef"
@@ -103,10 +103,12 @@ async def test_a_failed_request_is_kept_with_its_error_on_the_failed_runs_trace(
 
 async def test_outside_a_recording_nothing_is_kept_and_a_stored_trace_keeps_every_request() -> None:
     agent = ChatAgent(MirrorChatClient(), name="solo")
-    await agent.run("hi")  # no recorder: the turn keeps nothing (and costs nothing)
     with recording() as sent:
         await agent.run("hi")
     assert [q.origins for q in sent] == [("input",)]
+    assert recorder() is None  # the block is over: a turn outside one has nowhere to keep its requests
+    await agent.run("again")
+    assert len(sent) == 1
 
     result = await chain(ScriptedChatClient(["done"]), options={"api_key": KEY}).run("Plan a rainy Sunday")
     text = dump_trace(result.trace)

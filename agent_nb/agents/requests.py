@@ -59,7 +59,8 @@ class ModelRequest(NamedTuple):
         return tuple(m for m, o in zip(self.messages, self.origins, strict=True) if o == origin)
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{o} {self.origins.count(o)}" for o in ORIGINS if o in self.origins)
+        origins = self.origins
+        counts = ", ".join(f"{o} {origins.count(o)}" for o in ORIGINS if o in origins)
         by = f", route={self.route!r}" if self.route else ""
         return f"ModelRequest({self.agent!r}, round {self.round}: {len(self.messages)} messages ({counts}){by})"
 

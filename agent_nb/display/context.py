@@ -71,16 +71,17 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         by = s.context_filter or s.context_mode or "filter"
         out.append(f'<div class="label">dropped by {escape(by)} ({len(s.dropped)})</div>')
         out.append(_messages(s.dropped, max_messages, max_chars, dropped=True))
-    request = s.model_input
+    request, fixes = s.model_input, repaired(s)
     if request is not None:
-        got = request.messages
+        got, origins = request.messages, request.origins
         out.append(
             f'<div class="label">sent to the model ({len(got)} · ~{estimate_tokens(got)} tokens)</div>'
-            f'<div class="meta">{escape(model_got(s))} · {len(s.given or ())} of them given by its executor</div>'
+            f'<div class="meta">{escape(model_got(s, origins))} · '
+            f"{len(s.given or ())} of them given by its executor</div>"
         )
-        out.append(_messages(got, max_messages, max_chars, was=roles_before(s, got), origins=request.origins))
-        if repaired(s):
-            out.append(f'<div class="meta">repaired by the router: {escape("; ".join(repaired(s)))}</div>')
+        out.append(_messages(got, max_messages, max_chars, was=roles_before(s, got), origins=origins))
+        if fixes:
+            out.append(f'<div class="meta">repaired by the router: {escape("; ".join(fixes))}</div>')
     elif s.given is not None:
         tokens = estimate_tokens(s.given)
         what = "given to the agent" if s.kind == "agent" else "active context"
@@ -95,7 +96,7 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         answered_by += [s.response.model] if s.response.model else []
         note = " · " + escape(" · ".join(answered_by)) if answered_by else ""
         out.append(f'<div class="label">answered{note}</div>')
-        notes = [n for n in s.response.repairs if n not in repaired(s)]
+        notes = [n for n in s.response.repairs if n not in fixes]
         if notes:
             out.append(f'<div class="meta">noted: {escape("; ".join(notes))}</div>')
         out.append(_messages(s.response.messages, max_messages, max_chars))

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from ..agents.requests import ModelRequest
-from ..contents import TextContent, shorten
+from ..contents import TextContent
 from ..conversation import Conversation
 from ..errors import UsageError
 from ..messages import AgentResponse, Message
@@ -87,10 +87,7 @@ class _Table:
         """
         known = self.values.get(id(value))
         if known is None:
-            if type(value) is str:
-                known = [f"text {shorten(repr(value), width)}", [self.text(value)]]
-            else:
-                known = [describe_value(value, width), [self.text(t) for t in strings_of(value)]]
+            known = [describe_value(value, width), [self.text(t) for t in strings_of(value)]]
             self.values[id(value)] = known
             self.kept.append(value)
         return known

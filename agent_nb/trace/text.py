@@ -11,6 +11,7 @@ invocations fold too. A report that needs no folding is the same with the option
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -148,12 +149,14 @@ def _count(n: int, noun: str = "message") -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def model_got(s: ContextSnapshot) -> str:
-    """Where what the model got came from: ``instructions 1 · history 2 · input 2`` (and ``in 2 requests``)."""
+def model_got(s: ContextSnapshot, origins: Sequence[str]) -> str:
+    """Where what the model got came from: ``instructions 1 · input 2`` (``in 2 requests`` after tool rounds).
+
+    ``origins`` are those of ``s.model_input``, read once by the caller (they are derived each time).
+    """
     request = s.model_input
     assert request is not None
-    origins = request.origins
-    counts = " · ".join(f"{o} {origins.count(o)}" for o in dict.fromkeys(origins)) or "nothing"
+    counts = " · ".join(f"{o} {n}" for o, n in Counter(origins).items()) or "nothing"
     rounds = sum(1 for q in s.model_requests if q.agent == request.agent)
     return counts + (f" · in {rounds} requests" if rounds > 1 else "")
 
@@ -245,20 +248,22 @@ class _Report:
             self.add(lines, "dropped", _count(len(s.dropped)))
             self.listing(lines, "✗", s.dropped)
         request = s.model_input
+        fixes = repaired(s)
         if s.given is not None and request is None:
             self.add(lines, "given", _count(len(s.given)))
             self.listing(lines, "#", s.given, s.cached if len(s.cached) == len(s.given) else ())
         elif request is not None:
+            origins = request.origins
             self.add(lines, "given", _count(len(s.given or ())) + " by its executor")
-            self.add(lines, "model got", f"{_count(len(request.messages))} · {model_got(s)}")
-            self.listing(lines, "#", request.messages, roles_before(s, request.messages), request.origins)
-            if repaired(s):
-                self.add(lines, "repaired", "; ".join(repaired(s)))
+            self.add(lines, "model got", f"{_count(len(request.messages))} · {model_got(s, origins)}")
+            self.listing(lines, "#", request.messages, roles_before(s, request.messages), origins)
+            if fixes:
+                self.add(lines, "repaired", "; ".join(fixes))
         elif s.kind == "agent" and s.kept:
             self.add(lines, "cached", _count(len(s.kept)))
         if s.response is not None:
             self.add(lines, "answered", s.response.text, counted=True)
-            notes = [n for n in s.response.repairs if n not in repaired(s)]
+            notes = [n for n in s.response.repairs if n not in fixes]
             if notes:
                 self.add(lines, "noted", "; ".join(notes))
         if s.wrote:

@@ -25,7 +25,7 @@ from ..dialogue import Dialogue, Exchange
 from ..disk import os_problem, write_whole
 from ..display.graph import workflow_html
 from ..display.html import container, escape
-from ..display.transcript import EMPTY_TRANSCRIPT, running_turn_html, turn_html
+from ..display.transcript import EMPTY_TRANSCRIPT, running_turn_html, transcript_html, turn_html
 from ..errors import UsageError
 from ..messages import AgentResponseUpdate
 from ..trace import ContextSnapshot, Trace
@@ -190,8 +190,7 @@ class Playground(w.VBox):  # type: ignore[misc]
             f'<div class="meta">playground of {escape(d.workflow.name)}, as it was when shown: '
             "run the notebook to talk to it</div>"
         )
-        turns = "".join(turn_html(e) for e in d.exchanges) or EMPTY_TRANSCRIPT
-        return container(note + turns) + self.view.value
+        return container(note + transcript_html(d.exchanges)) + self.view.value
 
     def to_text(self) -> str:
         d = self.dialogue

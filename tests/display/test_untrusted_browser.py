@@ -10,29 +10,19 @@ $AGENT_NB_ARTIFACTS (or the test's temporary directory).
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from jupyter_lab import CHROMIUM, artifacts, chromium_page, isolated_env, lab
+from jupyter_lab import BROWSER, artifacts, chromium_page, stored_untrusted
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "08_seeing_context.ipynb"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)"),
-]
+pytestmark = BROWSER
 
 
 @pytest.fixture(scope="module")
 def lab_url(tmp_path_factory):
-    """JupyterLab serving a copy of the notebook, outputs kept, with an isolated (trust-less) Jupyter config."""
-    base = tmp_path_factory.mktemp("seeing-context-nb")
-    root = base / "root"
-    root.mkdir()
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
-    env = isolated_env(base, {"notebook-extension/tracker": {"windowingMode": "none"}})
-    with lab(root, base, env, NOTEBOOK.name) as url:
+    with stored_untrusted(NOTEBOOK, tmp_path_factory.mktemp("seeing-context-nb")) as url:
         yield url
 
 

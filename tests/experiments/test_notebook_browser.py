@@ -11,18 +11,14 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from jupyter_lab import CHROMIUM, artifacts, chromium_page, isolated_env, lab
+from jupyter_lab import BROWSER, artifacts, chromium_page, stored_untrusted
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "09_experiments.ipynb"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)"),
-]
+pytestmark = BROWSER
 
 
 def _first_table_cell(notebook: Path) -> str:
@@ -43,14 +39,7 @@ def _first_table_cell(notebook: Path) -> str:
 
 @pytest.fixture(scope="module")
 def lab_url(tmp_path_factory):
-    """JupyterLab serving a copy of the notebook, outputs kept, with an isolated (trust-less) Jupyter config."""
-    base = tmp_path_factory.mktemp("experiments-nb")
-    root = base / "root"
-    root.mkdir()
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
-    # every cell in the DOM, none rendered lazily
-    env = isolated_env(base, {"notebook-extension/tracker": {"windowingMode": "none"}})
-    with lab(root, base, env, NOTEBOOK.name) as url:
+    with stored_untrusted(NOTEBOOK, tmp_path_factory.mktemp("experiments-nb")) as url:
         yield url
 
 

@@ -14,14 +14,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_lab import CHROMIUM, artifacts, chromium_page, free_port, isolated_env, lab, serve, stop
+from jupyter_lab import BROWSER, artifacts, chromium_page, free_port, isolated_env, lab, serve, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "03_playground.ipynb"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)"),
-]
+pytestmark = BROWSER
 
 
 @pytest.fixture(scope="module")
