@@ -105,21 +105,27 @@ def lab(root: Path, base: Path, env: dict[str, str], notebook: str) -> Iterator[
 
 
 @contextlib.contextmanager
-def stored_untrusted(notebook: Path, base: Path) -> Iterator[str]:
+def stored_notebook(notebook: Path, base: Path, *, trusted: bool = False) -> Iterator[str]:
     """JupyterLab serving a copy of ``notebook`` with its stored outputs, untrusted (an isolated Jupyter
     config has no trust database), every cell in the DOM (none rendered lazily); the URL that opens it.
+
+    ``trusted=True`` signs the copy in that isolated trust database first: the notebook as it is after
+    its owner ran it (outputs shown with their stylesheets and SVG).
     """
     root = base / "root"
     root.mkdir()
     shutil.copy(notebook, root / notebook.name)
     env = isolated_env(base, {"notebook-extension/tracker": {"windowingMode": "none"}})
+    if trusted:
+        subprocess.run([sys.executable, "-m", "jupyter", "trust", str(root / notebook.name)], env=env,
+                       check=True, capture_output=True, timeout=120)  # fmt: skip
     with lab(root, base, env, notebook.name) as url:
         yield url
 
 
 @contextlib.contextmanager
-def chromium_page() -> Iterator[Any]:
-    """A tab of a fresh headless chromium profile, with the browser tests' timeouts."""
+def chromium_page(width: int = 1400, height: int = 1400) -> Iterator[Any]:
+    """A tab of a fresh headless chromium profile, with the browser tests' timeouts, of that viewport."""
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=TIMEOUT_MS)
@@ -127,7 +133,7 @@ def chromium_page() -> Iterator[Any]:
     try:
         with sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, args=FLAGS, viewport={"width": 1400, "height": 1400}
+                profile, executable_path=CHROMIUM, args=FLAGS, viewport={"width": width, "height": height}
             )
             tab = context.pages[0] if context.pages else context.new_page()
             tab.set_default_timeout(TIMEOUT_MS)

@@ -16,7 +16,7 @@ from ..trace import ContextSnapshot, Trace
 from ..trace.text import describe_state, describe_value, model_got, repaired, roles_before
 from .html import Theme, badge_html, bubble, container, escape, fold_list
 
-__all__ = ["columns_html", "snapshot_html", "trace_html"]
+__all__ = ["column_html", "columns_html", "not_run_card", "snapshot_html", "trace_html"]
 
 
 _NOT_RUN = '<div class="card meta">did not run in this turn</div>'
@@ -117,36 +117,74 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
     return "".join(out)
 
 
+def column_html(
+    title: str,
+    snaps: Sequence[ContextSnapshot],
+    *,
+    executor_id: str,
+    empty: str = _NOT_RUN,
+    idle: str = "not run",
+    max_messages: int = 40,
+    max_chars: int = 400,
+    max_cards: int = 20,
+) -> str:
+    """One executor's column: its invocations as cards under ``title``.
+
+    ``empty`` stands for the cards, and ``idle`` for its kind in the header, when it did not run.
+    """
+    kind = snaps[0].kind if snaps else idle
+    last = next((s for s in reversed(snaps) if s.given is not None or s.model_input is not None), None)
+    facts = [kind, _count(len(snaps), "invocation")]
+    if last is not None:
+        context = last.context()
+        facts.append(f"{_count(len(context), 'message')} · ~{estimate_tokens(context)} tokens")
+        if last.response is not None and last.response.route:
+            facts.append(f"route {last.response.route}")
+    cards = fold_list(
+        snaps,
+        max_cards,
+        lambda _, s: snapshot_html(s, max_messages=max_messages, max_chars=max_chars),
+        "invocations",
+    )
+    return (
+        f'<section class="col" data-executor="{escape(executor_id)}"><header><h3>{escape(title)}</h3>'
+        f'<div class="meta">{escape(" · ".join(facts))}</div></header>'
+        f"{cards or empty}</section>"
+    )
+
+
+def not_run_card(trace: Trace, executor_id: str) -> str:
+    """What a column shows for an executor that did not run: restored from a checkpoint, or not run."""
+    if executor_id in trace.restored:
+        what = f"restored from checkpoint {trace.restored_from}; did not run in this run"
+        return f'<div class="card meta restored">{escape(what)}</div>'
+    return _NOT_RUN
+
+
 def columns_html(trace: Trace, *, max_messages: int = 40, max_chars: int = 400, max_cards: int = 20) -> str:
     """The columns (no stylesheet: embed in a ``container``)."""
     by_executor: dict[str, list[ContextSnapshot]] = {eid: [] for eid in trace.executor_ids}
     for s in trace:
         by_executor.setdefault(s.executor_id, []).append(s)
-    cols = []
-    for eid, snaps in by_executor.items():
-        kind = snaps[0].kind if snaps else "not run"
-        last = next((s for s in reversed(snaps) if s.given is not None or s.model_input is not None), None)
-        facts = [kind, _count(len(snaps), "invocation")]
-        if last is not None:
-            context = last.context()
-            facts.append(f"{_count(len(context), 'message')} · ~{estimate_tokens(context)} tokens")
-            if last.response is not None and last.response.route:
-                facts.append(f"route {last.response.route}")
-        cards = fold_list(
+    cols = [
+        column_html(
+            eid,
             snaps,
-            max_cards,
-            lambda _, s: snapshot_html(s, max_messages=max_messages, max_chars=max_chars),
-            "invocations",
+            executor_id=eid,
+            empty=not_run_card(trace, eid),
+            idle="restored" if eid in trace.restored else "not run",
+            max_messages=max_messages,
+            max_chars=max_chars,
+            max_cards=max_cards,
         )
-        cols.append(
-            f'<section class="col" data-executor="{escape(eid)}"><header><h3>{escape(eid)}</h3>'
-            f'<div class="meta">{escape(" · ".join(facts))}</div></header>'
-            f"{cards or _NOT_RUN}</section>"
-        )
+        for eid, snaps in by_executor.items()
+    ]
     return f'<div class="cols">{"".join(cols)}</div>'
 
 
-def trace_html(trace: Trace, *, title: str | None = None, theme: Theme = "auto", **limits: int) -> str:
+def trace_html(
+    trace: Trace, *, title: str | None = None, theme: Theme = "auto", stylesheet: bool = True, **limits: int
+) -> str:
     """The trace as a display: a heading and the columns."""
     heading = f"<h2>{escape(title)}</h2>" if title else ""
-    return container(heading + columns_html(trace, **limits), theme)
+    return container(heading + columns_html(trace, **limits), theme, stylesheet=stylesheet)

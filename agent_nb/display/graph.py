@@ -4,8 +4,10 @@ The layout is computed here in Python (no Graphviz, no JavaScript, no network): 
 broken at their back edges, nodes are put in layers by their longest path from the start,
 ordered within layers to reduce crossings, and edges are drawn as curves. Conditional
 edges are dashed and labelled, back edges are dashed too (a reply to the layer above runs beside
-the edge down; a longer cycle curves around the right side), the start is marked. In an HTML
-output the SVG is also given as a picture, for the renderers that remove inline SVG (``graph_html``).
+the edge down; a longer cycle curves around the right side), the start is marked. Layers go down
+the page (``direction="TB"``) or across it (``"LR"``, compact: a chain of agents is one row, so a
+projector shows the graph and the columns on one screen). In an HTML output the SVG is also given
+as a picture, for the renderers that remove inline SVG (``graph_html``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import base64
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..contents import shorten
 from .html import container, escape, stylesheet
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["Graph", "Link", "Node", "graph_html", "graph_of", "graph_svg", "workflow_html"]
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 196, 46, 28, 40, 16
+LR_GAP_X, LR_GAP_Y = 44, 14
+"""Across the page, layers stand side by side: room between them for the arrows, little between rows."""
+
+Direction = Literal["TB", "LR"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,8 @@ class Node:
     """Context mode (with the filter's name for ``custom``) of agent executors."""
     start: bool = False
     status: str | None = None
-    """``not run``, ``ran``, ``failed`` or ``waiting``; ``None`` when there is no run to show."""
+    """``not run``, ``restored`` (put back from a checkpoint, not run since), ``ran``, ``failed`` or
+    ``waiting``; ``None`` when there is no run to show."""
 
     @property
     def caption(self) -> str:
@@ -79,7 +86,7 @@ def _mode_of(executor: object) -> str | None:
 def _status(trace: Trace, executor_id: str) -> str:
     snaps = [s for s in trace if s.executor_id == executor_id]
     if not snaps:
-        return "not run"
+        return "restored" if executor_id in trace.restored else "not run"
     if any(s.error is not None for s in snaps):
         return "failed"
     if snaps[-1].status == "waiting":
@@ -116,9 +123,11 @@ class _Layout:
     back: set[tuple[str, str]] = field(default_factory=set)
     layer: dict[str, int] = field(default_factory=dict)
     right: float = 0.0
-    """The right edge of the widest layer: a back edge curves beyond it, past every node."""
+    """The right edge of the widest layer (the bottom edge of the tallest, across): a back edge curves
+    beyond it, past every node."""
     width: float = 0.0
     height: float = 0.0
+    direction: Direction = "TB"
 
 
 def _back_edges(graph: Graph) -> set[tuple[str, str]]:
@@ -179,18 +188,35 @@ def _centre(eid: str, where: dict[str, int], neighbours: dict[str, list[str]], n
     return sum(spots) / len(spots) if spots else now[eid]
 
 
-def layout(graph: Graph) -> _Layout:
+def check_direction(direction: str) -> Direction:
+    if direction not in ("TB", "LR"):
+        raise ValueError(f"direction must be 'TB' (layers down the page) or 'LR' (across it), not {direction!r}")
+    return direction  # type: ignore[return-value]
+
+
+def layout(graph: Graph, direction: Direction = "TB") -> _Layout:
+    check_direction(direction)
     back = _back_edges(graph)
     layers = _layers(graph, back)
     widest = max((len(layer) for layer in layers), default=1)
-    result = _Layout(back=back)
+    result = _Layout(back=back, direction=direction)
+    side = 40 if back else 0  # room for back edges curving around the right side (below, across)
+    if direction == "LR":
+        for r, layer in enumerate(layers):
+            offset = (widest - len(layer)) * (NODE_H + LR_GAP_Y) / 2
+            for k, eid in enumerate(layer):
+                result.pos[eid] = (PAD + r * (NODE_W + LR_GAP_X), PAD + offset + k * (NODE_H + LR_GAP_Y))
+                result.layer[eid] = r
+        result.right = PAD + widest * NODE_H + (widest - 1) * LR_GAP_Y
+        result.width = PAD * 2 + len(layers) * NODE_W + (len(layers) - 1) * LR_GAP_X
+        result.height = result.right + PAD + side
+        return result
     for r, layer in enumerate(layers):
         offset = (widest - len(layer)) * (NODE_W + GAP_X) / 2
         for k, eid in enumerate(layer):
             result.pos[eid] = (PAD + offset + k * (NODE_W + GAP_X), PAD + r * (NODE_H + GAP_Y))
             result.layer[eid] = r
     result.right = PAD + widest * NODE_W + (widest - 1) * GAP_X
-    side = 40 if back else 0  # room for back edges curving around the right side
     result.width = PAD * 2 + widest * NODE_W + (widest - 1) * GAP_X + side
     result.height = PAD * 2 + len(layers) * NODE_H + (len(layers) - 1) * GAP_Y
     return result
@@ -205,10 +231,32 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _path_across(link: Link, lay: _Layout) -> tuple[str, tuple[float, float], bool]:
+    """An edge's path and label spot when layers stand side by side; whether it is drawn dashed."""
+    (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
+    back = (link.source, link.target) in lay.back
+    if back and lay.layer[link.source] == lay.layer[link.target] + 1:
+        # a reply to the layer just before: under the way there, right to left
+        x1, y1, x2, y2 = sx, sy + NODE_H / 2 + 12, tx + NODE_W + 6, ty + NODE_H / 2 + 12
+        mid = (x1 + x2) / 2
+        return f"M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2:.0f},{y2:.0f}", (mid, y1 + 12), True
+    if back or link.source == link.target:
+        x1, y1, x2, y2 = sx + NODE_W / 2, sy + NODE_H, tx + NODE_W / 2 + 8, ty + NODE_H
+        bulge = (y1 + 30) if link.source == link.target else max(lay.right, y1, y2) + 30
+        d = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{bulge:.0f} {x2:.0f},{bulge:.0f} {x2:.0f},{y2 + 6:.0f}"
+        return d, ((x1 + x2) / 2, bulge - 4), True
+    x1, y1, x2, y2 = sx + NODE_W, sy + NODE_H / 2, tx, ty + NODE_H / 2
+    mid = (x1 + x2) / 2
+    d = f"M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2 - 6:.0f},{y2:.0f}"
+    return d, (x1 + 4, (y1 + y2) / 2 - 6), link.conditional
+
+
 def _edge(link: Link, lay: _Layout) -> str:
+    if lay.direction == "LR":
+        d, label_xy, dashed = _path_across(link, lay)
+        return _edge_svg(link, d, label_xy, ' stroke-dasharray="5 4"' if dashed else "")
     (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
     dash = ' stroke-dasharray="5 4"' if link.conditional else ""
-    label_xy = None
     back = (link.source, link.target) in lay.back
     if back and lay.layer[link.source] == lay.layer[link.target] + 1:
         # a reply to the layer just above (a component answering its caller): beside the way down
@@ -232,13 +280,16 @@ def _edge(link: Link, lay: _Layout) -> str:
         mid = (y1 + y2) / 2
         d = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{mid:.0f} {x2:.0f},{mid:.0f} {x2:.0f},{y2 - 6:.0f}"
         label_xy = ((x1 + x2) / 2 + 4, mid + 4)
+    return _edge_svg(link, d, label_xy, dash)
+
+
+def _edge_svg(link: Link, d: str, label_xy: tuple[float, float], dash: str) -> str:
     out = (
         f'<path class="e {escape(link.kind)}" d="{d}" stroke="#57606a" fill="none"{dash} marker-end="url(#anb-arrow)"/>'
     )
-    text = link.label
-    if text and label_xy is not None:
+    if link.label:
         x, y = label_xy
-        out += f'<text class="lbl" x="{x:.0f}" y="{y:.0f}" font-size="11">{escape(_clip(text, 24))}</text>'
+        out += f'<text class="lbl" x="{x:.0f}" y="{y:.0f}" font-size="11">{escape(_clip(link.label, 24))}</text>'
     return out
 
 
@@ -247,7 +298,8 @@ def _joins(graph: Graph, lay: _Layout) -> list[str]:
     out = []
     for target in dict.fromkeys(lk.target for lk in graph.links if lk.kind == "fan_in"):
         x, y = lay.pos[target]
-        out.append(f'<text class="lbl" x="{x + NODE_W / 2 + 10:.0f}" y="{y - 8:.0f}" font-size="11">all of</text>')
+        x, y = (x - 6, y - 4) if lay.direction == "LR" else (x + NODE_W / 2 + 10, y - 8)
+        out.append(f'<text class="lbl" x="{x:.0f}" y="{y:.0f}" font-size="11">all of</text>')
     return out
 
 
@@ -276,12 +328,13 @@ def _node(node: Node, lay: _Layout) -> str:
     return "".join(parts)
 
 
-def graph_svg(graph: Graph, *, max_nodes: int = 200) -> str:
-    """The graph as one inline ``<svg>`` (its own stylesheet scoped to ``.anb-graph``)."""
+def graph_svg(graph: Graph, *, max_nodes: int = 200, direction: Direction = "TB") -> str:
+    """The graph as one inline ``<svg>`` (its own stylesheet scoped to ``.anb-graph``), layers down or across."""
+    check_direction(direction)
     if len(graph.nodes) > max_nodes:
         count = f"{len(graph.nodes)} executors (more than {max_nodes} are not drawn)"
         return f'<p class="meta">{escape(graph.name)}: {count}</p>'
-    lay = layout(graph)
+    lay = layout(graph, direction)
     summary = f"workflow {graph.name}: {len(graph.nodes)} executors, {len(graph.links)} edges, start {graph.start}"
     return (
         f'<svg class="anb-graph" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(summary)}" '
@@ -296,7 +349,7 @@ def graph_svg(graph: Graph, *, max_nodes: int = 200) -> str:
     )
 
 
-def graph_html(graph: Graph, *, max_nodes: int = 200) -> str:
+def graph_html(graph: Graph, *, max_nodes: int = 200, direction: Direction = "TB") -> str:
     """The graph for an HTML output: inline SVG where the notebook keeps it, a picture where it does not.
 
     An untrusted notebook (and any sanitizing renderer) removes inline SVG and ``<style>``, and
@@ -304,7 +357,7 @@ def graph_html(graph: Graph, *, max_nodes: int = 200) -> str:
     hidden by an inline style, which the display's stylesheet overrides, and the same SVG follows
     as an image, which the stylesheet hides: styled, the live SVG shows; sanitized, the picture.
     """
-    svg = graph_svg(graph, max_nodes=max_nodes)
+    svg = graph_svg(graph, max_nodes=max_nodes, direction=direction)
     if not svg.startswith("<svg"):
         return svg  # too many executors: a line of text, legible anywhere
     picture = base64.b64encode(svg.encode()).decode("ascii")
@@ -316,6 +369,6 @@ def graph_html(graph: Graph, *, max_nodes: int = 200) -> str:
     )
 
 
-def workflow_html(workflow: Workflow) -> str:
+def workflow_html(workflow: Workflow, *, direction: Direction = "TB") -> str:
     """A workflow's graph as a display (stylesheet included)."""
-    return container(graph_html(graph_of(workflow)))
+    return container(graph_html(graph_of(workflow), direction=direction))

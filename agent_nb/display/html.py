@@ -46,12 +46,16 @@ def escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def container(body: str, theme: Theme = "auto") -> str:
-    """A display's outer element with its stylesheet; ``theme`` picks the palette."""
+def container(body: str, theme: Theme = "auto", *, stylesheet: bool = True) -> str:
+    """A display's outer element with its stylesheet; ``theme`` picks the palette.
+
+    ``stylesheet=False`` leaves the stylesheet out, for a page that already holds it once (a widget
+    redrawn every turn beside one that carries it).
+    """
     if theme not in ("auto", "light", "dark"):
         raise ValueError(f"theme must be 'auto', 'light' or 'dark', not {theme!r}")
     extra = "" if theme == "auto" else f" theme-{theme}"
-    return f'<div class="anb{extra}"><style>{CSS}</style>{body}</div>'
+    return f'<div class="anb{extra}">{f"<style>{CSS}</style>" if stylesheet else ""}{body}</div>'
 
 
 def _folded(text: str, max_chars: int) -> str:

@@ -1,24 +1,41 @@
 """The workflow graph as text for documents: Mermaid and Graphviz DOT.
 
 Both are plain text; nothing here renders or calls a service. Ids are quoted or replaced
-by safe node names, labels escaped for each language.
+by safe node names, labels escaped for each language. The Mermaid text is a ``str`` that a
+notebook also offers as ``text/vnd.mermaid``: JupyterLab (4.1 and later) draws it as a diagram,
+with its own bundled Mermaid, and every other front end shows the text.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .graph import Graph
 
-__all__ = ["to_dot", "to_mermaid"]
+__all__ = ["Mermaid", "to_dot", "to_mermaid"]
+
+
+class Mermaid(str):
+    """Mermaid source: ``print()`` it or paste it anywhere; as a cell's value, the front end draws it where it can."""
+
+    __slots__ = ()
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        return {"text/vnd.mermaid": str(self), "text/plain": str(self)}
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))  # the text itself, not a quoted str repr
 
 
 def _mermaid_text(text: str) -> str:
     return text.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
 
 
-def to_mermaid(graph: Graph, *, direction: str = "TD") -> str:
+def to_mermaid(graph: Graph, *, direction: str = "TD") -> Mermaid:
     """A Mermaid ``flowchart``: conditional edges dashed and labelled, the start node marked."""
+    if direction not in ("TD", "TB", "LR", "RL", "BT"):
+        raise ValueError(f"direction must be one of TD, TB, LR, RL, BT (Mermaid's), not {direction!r}")
     names = {n.id: f"n{i}" for i, n in enumerate(graph.nodes)}
     lines = [f"flowchart {direction}"]
     for n in graph.nodes:
@@ -30,7 +47,7 @@ def to_mermaid(graph: Graph, *, direction: str = "TD") -> str:
         text = link.label or ("all of" if link.kind == "fan_in" else "")
         label = f'|"{_mermaid_text(text)}"|' if text else ""
         lines.append(f"    {names[link.source]} {arrow}{label} {names[link.target]}")
-    return "\n".join(lines) + "\n"
+    return Mermaid("\n".join(lines) + "\n")
 
 
 def _dot_id(text: str) -> str:

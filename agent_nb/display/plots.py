@@ -7,19 +7,23 @@ draws itself as PNG in a notebook; ``figure.savefig("graph.png")`` writes it.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+import math
+import textwrap
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure  # this module is imported only when a plot is asked for
+from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from ..messages import estimate_tokens
-from .graph import NODE_H, NODE_W, Graph, layout
+from .graph import NODE_H, NODE_W, Direction, Graph, layout
+from .runs import labelled_runs
 
 if TYPE_CHECKING:
     from ..workflow.result import RunResult
 
-__all__ = ["context_sizes", "graph_figure", "route_costs"]
+__all__ = ["context_sizes", "graph_figure", "route_costs", "themed"]
 
 
 class NotebookFigure(Figure):
@@ -35,34 +39,80 @@ def _figure(**kwargs: Any) -> Figure:
     return NotebookFigure(**kwargs)
 
 
-def context_sizes(results: Sequence[RunResult], *, measure: str = "messages") -> Figure:
-    """Per agent executor, the size of its context in each turn (``measure``: ``messages`` or ``tokens``)."""
-    if measure not in ("messages", "tokens"):
-        raise ValueError(f"measure must be 'messages' or 'tokens', not {measure!r}")
-    fig = _figure(figsize=(6, 3.2), layout="constrained")
-    ax = fig.add_subplot()
-    series: dict[str, list[float | None]] = {}
-    for turn, result in enumerate(results):
-        for s in result.trace:
-            if s.given is None:
-                continue
-            size = len(s.given) if measure == "messages" else estimate_tokens(s.given)
-            values = series.setdefault(s.executor_id, [None] * len(results))
-            values[turn] = size
-    turns = list(range(1, len(results) + 1))
-    for eid, values in series.items():
-        ax.plot(turns, [float("nan") if v is None else v for v in values], marker="o", label=eid)
-    ax.set_xlabel("run")
-    ax.set_ylabel(f"{measure} given")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 1.5 messages
-    ax.set_title("context size per executor")
-    ax.set_xticks(turns)
-    if series:
-        ax.legend(fontsize=8)
+_INK = {"auto": "#8b949e", "light": "#1f2328", "dark": "#e6edf3"}
+_PAPER = {"auto": "none", "light": "#ffffff", "dark": "#0d1117"}
+
+
+def themed(fig: Figure, theme: str = "auto") -> Figure:
+    """Colour a drawn figure for the notebook.
+
+    ``"auto"`` is transparent with a grey that reads on a light and on a dark notebook alike (a
+    picture cannot follow the theme); ``"light"`` and ``"dark"`` are solid.
+    """
+    if theme not in _INK:
+        raise ValueError(f"theme must be 'auto', 'light' or 'dark', not {theme!r}")
+    ink, paper = _INK[theme], _PAPER[theme]
+    fig.patch.set_facecolor(paper)
+    fig.patch.set_alpha(0.0 if paper == "none" else 1.0)
+    for text in fig.findobj(Text):
+        text.set_color(ink)  # titles, labels, ticks, legends
+    for ax in fig.axes:
+        ax.set_facecolor(paper)
+        ax.tick_params(colors=ink, which="both")
+        for spine in ax.spines.values():
+            spine.set_color(ink)
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.get_frame().set_facecolor(paper)
+            legend.get_frame().set_edgecolor(ink)
     return fig
 
 
-def route_costs(results: Sequence[RunResult]) -> Figure:
+def context_sizes(
+    results: Sequence[RunResult] | Mapping[str, RunResult],
+    *,
+    measure: str = "messages",
+    labels: Sequence[str] | None = None,
+    theme: str = "auto",
+) -> Figure:
+    """Per agent executor, the size of what its model received in each run, as bars grouped by run.
+
+    ``measure``: ``messages`` or ``tokens`` (estimated). The runs are named by what differs between
+    them (a context mode, a route, the input), by a mapping's keys, or by ``labels``.
+    """
+    if measure not in ("messages", "tokens"):
+        raise ValueError(f"measure must be 'messages' or 'tokens', not {measure!r}")
+    runs, names = labelled_runs(results, labels)
+    series: dict[str, list[float]] = {}
+    for turn, result in enumerate(runs):
+        for s in result.trace:
+            context = s.context()
+            if s.given is None and s.model_input is None:
+                continue
+            size = len(context) if measure == "messages" else estimate_tokens(context)
+            series.setdefault(s.executor_id, [math.nan] * len(runs))[turn] = float(size)
+    fig = _figure(figsize=(max(6.0, 1.6 * len(runs) + 2), 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / max(len(series), 1)
+    for k, (eid, values) in enumerate(series.items()):
+        spots = [i - 0.4 + width * (k + 0.5) for i in range(len(runs))]
+        bars = ax.bar(spots, values, width, label=eid)
+        ax.bar_label(bars, fmt="%d", fontsize=7, padding=1)
+    ax.set_xticks(range(len(runs)), [_wrapped(n) for n in names], fontsize=8)
+    ax.set_ylabel(f"{measure} its model received", fontsize=9)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 1.5 messages
+    ax.set_title("context size per executor, by run", fontsize=10)
+    if series:
+        ax.legend(fontsize=8, title="executor", title_fontsize=8)
+    return themed(fig, theme)
+
+
+def _wrapped(label: str, width: int = 18) -> str:
+    """A run's label on an axis: its parts on lines of their own, long ones wrapped."""
+    return "\n".join(textwrap.fill(part, width, break_long_words=False) for part in label.split(" · "))
+
+
+def route_costs(results: Sequence[RunResult], *, theme: str = "auto") -> Figure:
     """Per route: the tokens used and the mean latency of the answers it gave."""
     tokens: dict[str, int] = {}
     latency: dict[str, list[float]] = {}
@@ -81,31 +131,41 @@ def route_costs(results: Sequence[RunResult]) -> Figure:
     left.set_title("tokens per route")
     right.bar(names, [sum(latency[n]) / len(latency[n]) for n in names])
     right.set_title("mean latency per route (ms)")
-    return fig
+    return themed(fig, theme)
 
 
-def graph_figure(graph: Graph) -> Figure:
+def graph_figure(graph: Graph, *, direction: Direction = "TB") -> Figure:
     """The graph as a static image (the same layout as the SVG), for documents and PNG export."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    lay = layout(graph)
+    lay = layout(graph, direction)
+    across = direction == "LR"
     scale = 100.0
     fig = _figure(figsize=(max(lay.width / scale, 2.0), max(lay.height / scale, 1.5)))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, lay.width)
     ax.set_ylim(lay.height, 0)
     ax.axis("off")
-    colours = {"ran": "#dafbe1", "failed": "#ffebe9", "waiting": "#fff8c5", "not run": "#f6f8fa"}
+    idle = "#f6f8fa"
+    colours = {"ran": "#dafbe1", "failed": "#ffebe9", "waiting": "#fff8c5", "not run": idle, "restored": idle}
     for link in graph.links:
         (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
         back = (link.source, link.target) in lay.back
-        start = (sx + NODE_W, sy + NODE_H / 2) if back else (sx + NODE_W / 2, sy + NODE_H)
-        end = (tx + NODE_W, ty + NODE_H / 2) if back else (tx + NODE_W / 2, ty)
+        if across:
+            start = (sx + NODE_W / 2, sy + NODE_H) if back else (sx + NODE_W, sy + NODE_H / 2)
+            end = (tx + NODE_W / 2, ty + NODE_H) if back else (tx, ty + NODE_H / 2)
+        else:
+            start = (sx + NODE_W, sy + NODE_H / 2) if back else (sx + NODE_W / 2, sy + NODE_H)
+            end = (tx + NODE_W, ty + NODE_H / 2) if back else (tx + NODE_W / 2, ty)
         style = "dashed" if link.conditional or back else "solid"
+        span = abs(start[0] - end[0]) if across else 0.0
+        rad = min(0.4, 70 / span) if span else 0.4  # across, a cycle's curve stays in the room below the nodes
+        bend = f"arc3,rad={-rad:.3f}" if back else "arc3"
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, linestyle=style,
-                                     connectionstyle="arc3,rad=-0.4" if back else "arc3", color="#57606a"))  # fmt: skip
+                                     connectionstyle=bend, color="#57606a"))  # fmt: skip
         if link.label:
-            ax.text((start[0] + end[0]) / 2 + 6, (start[1] + end[1]) / 2, link.label, fontsize=7, color="#57606a")
+            below = rad * span / 2 + 8 if across and back else 0.0  # under a cycle's curve
+            ax.text((start[0] + end[0]) / 2 + 6, (start[1] + end[1]) / 2 + below, link.label, fontsize=7, color="#57606a")
     for node in graph.nodes:
         x, y = lay.pos[node.id]
         ax.add_patch(FancyBboxPatch((x, y), NODE_W, NODE_H, boxstyle="round,pad=0,rounding_size=8",

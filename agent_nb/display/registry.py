@@ -18,7 +18,7 @@ from ..sessions import AgentSession
 from ..trace import ContextSnapshot, ContextTable, FactTable, Trace
 from ..workflow import RunResult, Workflow
 from .context import snapshot_html, trace_html
-from .graph import graph_of, workflow_html
+from .graph import Direction, graph_of, workflow_html
 from .harness import comparison_html, harness_html, harness_view_html, turn_html
 from .html import container
 from .mermaid import to_dot, to_mermaid
@@ -30,10 +30,10 @@ from .transcript import dialogue_page
 __all__: list[str] = []
 
 
-def _figure(workflow: Workflow) -> Any:
+def _figure(workflow: Workflow, direction: Direction = "TB") -> Any:
     from .plots import graph_figure  # matplotlib only when a figure is asked for
 
-    return graph_figure(graph_of(workflow))
+    return graph_figure(graph_of(workflow), direction=direction)
 
 
 register(AgentSession, "html", session_html)
@@ -43,7 +43,7 @@ register(Trace, "html", trace_html)
 register(FactTable, "html", fact_table_html)
 register(ContextTable, "html", context_table_html)
 register(Workflow, "html", workflow_html)
-register(Workflow, "mermaid", lambda w: to_mermaid(graph_of(w)))
+register(Workflow, "mermaid", lambda w, direction="TD": to_mermaid(graph_of(w), direction=direction))
 register(Workflow, "dot", lambda w: to_dot(graph_of(w)))
 register(Workflow, "figure", _figure)
 register(RunResult, "html", run_view)

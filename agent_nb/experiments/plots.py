@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 __all__ = ["experiment_figure"]
 
 
-def experiment_figure(table: ExperimentTable, score: str | None = None) -> Any:
-    """Two panels: ``score`` (the first score by default) with its 95% interval, and tokens given, per row."""
+def experiment_figure(table: ExperimentTable, score: str | None = None, *, theme: str = "auto") -> Any:
+    """Two panels: ``score`` (the first by default) with its 95% interval, and tokens to the models, per row."""
     names = list(table.score_names)
     if score is None:
         score = names[0] if names else None
@@ -26,11 +26,11 @@ def experiment_figure(table: ExperimentTable, score: str | None = None) -> Any:
             + did_you_mean(score, names),
             argument="score",
         )
-    from ..display.plots import NotebookFigure  # matplotlib, on first use
+    from ..display.plots import NotebookFigure, themed  # matplotlib, on first use
 
     labels = ["\n".join(short(row.config.get(k, "")) for k in table.keys) or row.label for row in table.rows]
     keys = " / ".join(table.keys)  # the values label the bars, the keys the axis
-    panels: list[tuple[str, list[Estimate | None]]] = [("tokens given", [row.tokens for row in table.rows])]
+    panels: list[tuple[str, list[Estimate | None]]] = [("tokens to the models", [row.tokens for row in table.rows])]
     if score is not None:
         panels.insert(0, (score, [row.scores.get(score) for row in table.rows]))
     fig = NotebookFigure(figsize=(max(5.0, 1.3 * len(labels) * len(panels)), 3.4), layout="constrained")
@@ -46,4 +46,4 @@ def experiment_figure(table: ExperimentTable, score: str | None = None) -> Any:
         if estimates and all(e is not None and e.rate for e in estimates):
             ax.set_ylim(0, 1.05)
     fig.suptitle(f"{table.name}: mean and 95% interval per configuration", fontsize=10)
-    return fig
+    return themed(fig, theme)

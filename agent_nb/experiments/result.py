@@ -351,11 +351,15 @@ class ExperimentResult(Displayable):
             raise ImportError("to_pandas() needs pandas, which agent_nb does not install: pip install pandas") from None
         return pandas.DataFrame(self.to_records())
 
-    def plot(self, score: str | None = None) -> Any:
-        """A matplotlib figure: ``score`` (by default the first) and tokens, by configuration, with intervals."""
+    def plot(self, score: str | None = None, *, theme: str = "auto") -> Any:
+        """A matplotlib figure: ``score`` (by default the first) and tokens, by configuration, with intervals.
+
+        ``theme="auto"`` is transparent with grey text, legible in a light and a dark notebook; ``"light"``
+        and ``"dark"`` are solid.
+        """
         from .plots import experiment_figure
 
-        return experiment_figure(self.table(), score)
+        return experiment_figure(self.table(), score, theme=theme)
 
     def to_text(self) -> str:
         text = self.table().to_text()

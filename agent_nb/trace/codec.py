@@ -174,6 +174,8 @@ def dump_trace(trace: Trace) -> str:
         "snapshots": snapshots,
         "chat": refs(trace.chat),
     }
+    if trace.restored_from is not None:
+        data |= {"restored_from": trace.restored_from, "restored": list(trace.restored)}
     return to_json(data, exclude_none=True, fallback=_described).decode()  # one pass in pydantic-core
 
 
@@ -249,4 +251,10 @@ def load_trace(text: str) -> Trace:
                 model_requests=tuple(_read_request(q, pick) for q in r["model_requests"]),
             )
         )
-    return Trace(snapshots, data["executors"], chat=pick(data.get("chat")) or ())
+    return Trace(
+        snapshots,
+        data["executors"],
+        chat=pick(data.get("chat")) or (),
+        restored_from=data.get("restored_from"),
+        restored=data.get("restored", ()),
+    )

@@ -129,7 +129,7 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
     ``trace.to_text(timings=True)`` adds them.
     """
 
-    __slots__ = ("_snapshots", "chat", "executor_ids")
+    __slots__ = ("_snapshots", "chat", "executor_ids", "restored", "restored_from")
 
     def __init__(
         self,
@@ -137,6 +137,8 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
         executor_ids: Sequence[str] = (),
         *,
         chat: Sequence[Message] = (),
+        restored_from: str | None = None,
+        restored: Sequence[str] = (),
     ) -> None:
         self._snapshots = tuple(snapshots)
         self.executor_ids: tuple[str, ...] = tuple(executor_ids) or tuple(
@@ -144,6 +146,10 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
         )
         self.chat: tuple[Message, ...] = tuple(chat)
         """The user's chat transcript, when the run had one (a harness conversation)."""
+        self.restored_from = restored_from
+        """The checkpoint the run resumed from, if it did."""
+        self.restored: tuple[str, ...] = tuple(restored)
+        """The executors put back from that checkpoint that did not run in this run (displays say "restored")."""
 
     def __len__(self) -> int:
         return len(self._snapshots)
@@ -233,7 +239,10 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
                     for q in s.model_requests
                 ]
             snapshots.append(record)
-        return {"executors": list(self.executor_ids), "snapshots": snapshots, "chat": dump(self.chat)}
+        data = {"executors": list(self.executor_ids), "snapshots": snapshots, "chat": dump(self.chat)}
+        if self.restored_from is not None:
+            data |= {"restored_from": self.restored_from, "restored": list(self.restored)}
+        return data
 
     def to_text(
         self,

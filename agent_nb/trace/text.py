@@ -345,6 +345,20 @@ def trace_text(
     _checked("max_chars", max_chars, 1, "give an int >= 1, or None for whole texts")
     _checked("max_bytes", max_bytes, MIN_BYTES, f"give an int >= {MIN_BYTES}, or None for no bound")
     report = _Report(width, timings, max_messages, max_chars)
+    if trace.restored_from is None:
+        return _body(trace, report, max_bytes)
+    first = restored_line(trace)
+    rest = None if max_bytes is None else max(MIN_BYTES, max_bytes - _bytes(first) - 1)
+    return f"{first}\n{_body(trace, report, rest)}" if len(trace) else first
+
+
+def restored_line(trace: Trace) -> str:
+    """What a run resumed from a checkpoint put back without running it, in one line."""
+    who = ", ".join(trace.restored) or "no executor"
+    return f"resumed from checkpoint {trace.restored_from}: restored {who} (not run in this run)"
+
+
+def _body(trace: Trace, report: _Report, max_bytes: int | None) -> str:
     if max_bytes is None:
         return "\n".join(line for s in trace for line in report.block(s))
 

@@ -332,7 +332,13 @@ class _Run:
 
     def result(self, status: str) -> RunResult:
         snapshots = sorted(self._snapshots, key=lambda s: s.index)
-        trace = Trace(snapshots, tuple(self.workflow.executors))
+        restored_from: str | None = None
+        restored: tuple[str, ...] = ()
+        if self.restored is not None:  # what was put back from the checkpoint and did not run now
+            ran = {s.executor_id for s in snapshots}
+            restored_from = self.restored.checkpoint.id
+            restored = tuple(e for e in self.workflow.executors if e in self.restored.executors and e not in ran)
+        trace = Trace(snapshots, tuple(self.workflow.executors), restored_from=restored_from, restored=restored)
         failed = status == "failed"
         state = self._initial if failed else MappingProxyType(self.state)  # a failed run keeps nothing
         pending = tuple(self.workflow._pending.values())  # a failed run never changed them

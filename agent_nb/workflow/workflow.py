@@ -397,17 +397,23 @@ class Workflow(Displayable):
 
     # -- pictures -----------------------------------------------------------------
 
-    def to_mermaid(self) -> str:
-        """The graph as a Mermaid flowchart (text, for documents)."""
-        return str(render(self, "mermaid"))
+    def to_mermaid(self, *, direction: str = "TD") -> str:
+        """The graph as a Mermaid flowchart (``direction`` ``"TD"`` or ``"LR"``): text for documents.
+
+        As a cell's value it is drawn as a diagram where the front end draws Mermaid (JupyterLab 4.1+).
+        """
+        return render(self, "mermaid", direction=direction)  # type: ignore[no-any-return]
 
     def to_dot(self) -> str:
         """The graph in Graphviz DOT (text; agent_nb itself never needs Graphviz)."""
         return str(render(self, "dot"))
 
-    def to_figure(self) -> Any:
-        """The graph as a matplotlib figure: ``workflow.to_figure().savefig("graph.png")``."""
-        return render(self, "figure")
+    def to_figure(self, *, direction: str = "TB") -> Any:
+        """The graph as a matplotlib figure: ``workflow.to_figure().savefig("graph.png")``.
+
+        ``direction``: layers down the page (``"TB"``) or across it (``"LR"``).
+        """
+        return render(self, "figure", direction=direction)
 
     def to_text(self) -> str:
         """The workflow and its edges, one per line."""

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from jupyter_lab import BROWSER, artifacts, chromium_page, stored_untrusted
+from jupyter_lab import BROWSER, artifacts, chromium_page, stored_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "08_seeing_context.ipynb"
@@ -22,7 +22,7 @@ pytestmark = BROWSER
 
 @pytest.fixture(scope="module")
 def lab_url(tmp_path_factory):
-    with stored_untrusted(NOTEBOOK, tmp_path_factory.mktemp("seeing-context-nb")) as url:
+    with stored_notebook(NOTEBOOK, tmp_path_factory.mktemp("seeing-context-nb")) as url:
         yield url
 
 
@@ -72,4 +72,28 @@ def test_the_run_views_read_untrusted_graph_columns_and_struck_messages(page, la
         page.screenshot(path=str(shots / "seeing-context-untrusted.png"))
     except BaseException:
         page.screenshot(path=str(shots / "seeing-context-untrusted-failed.png"), full_page=True)
+        raise
+
+
+def test_the_runs_blocks_open_untrusted_and_one_executor_across_runs_reads(page, lab_url, tmp_path):
+    from playwright.sync_api import expect
+
+    shots = artifacts(tmp_path)
+    page.goto(lab_url)
+    runs = page.locator(".jp-Cell").filter(has_text="RunView([full, last_agent, custom], turn=1)")
+    blocks = runs.locator(".jp-OutputArea-output details")
+    try:
+        expect(blocks.filter(has=page.locator("summary", has_text="writer: full"))).to_have_count(1)
+        picked = blocks.filter(has=page.locator("summary", has_text="writer: last_agent"))
+        assert picked.evaluate("d => d.open"), "the run picked by turn=1 is not the open one"
+        closed = blocks.filter(has=page.locator("summary", has_text="writer: custom(user_messages)"))
+        assert not closed.evaluate("d => d.open")
+        closed.locator("summary").click()
+        expect(closed.locator("section.col").first).to_be_visible()  # a click opens it: no script needed
+
+        across = page.locator(".jp-Cell").filter(has_text='executor="writer"').locator(".jp-OutputArea-output")
+        heads = [t.strip() for t in across.locator("section.col h3").all_inner_texts()]
+        assert heads == ["writer: full", "writer: last_agent", "writer: custom(user_messages)"]
+    except BaseException:
+        page.screenshot(path=str(shots / "runs-untrusted-failed.png"), full_page=True)
         raise

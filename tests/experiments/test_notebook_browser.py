@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from jupyter_lab import BROWSER, artifacts, chromium_page, stored_untrusted
+from jupyter_lab import BROWSER, artifacts, chromium_page, stored_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "09_experiments.ipynb"
@@ -39,7 +39,7 @@ def _first_table_cell(notebook: Path) -> str:
 
 @pytest.fixture(scope="module")
 def lab_url(tmp_path_factory):
-    with stored_untrusted(NOTEBOOK, tmp_path_factory.mktemp("experiments-nb")) as url:
+    with stored_notebook(NOTEBOOK, tmp_path_factory.mktemp("experiments-nb")) as url:
         yield url
 
 
