@@ -79,6 +79,7 @@ bench-ours: $(VENV)/.installed-dev
 	$(BIN)/python bench/display_bench.py
 	$(BIN)/python bench/harness_bench.py
 	$(BIN)/python bench/experiments_bench.py
+	$(BIN)/python bench/playground_lab_bench.py
 
 # Crash and load soak: exits non-zero when a turn or a checkpoint is lost, duplicated or torn (bench/soak.py).
 SOAK_ARGS ?=

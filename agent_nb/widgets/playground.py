@@ -9,6 +9,7 @@ is shown with its message and changes nothing.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import logging
 import os
@@ -88,15 +89,15 @@ class Playground(w.VBox):  # type: ignore[misc]
         self._turns: list[w.HTML] = []
         self._drawn_live = self._drawn_view = 0.0
         self._later: asyncio.TimerHandle | None = None
-        self.view = ContextView()
+        self.view = ContextView(stylesheet=False)  # self._style carries it, once
 
         self.send_button.on_click(lambda _: self.send())
         with warnings.catch_warnings():  # ipywidgets 8 deprecates it, and offers nothing else that is Enter alone
             warnings.simplefilter("ignore", DeprecationWarning)
             self.text.on_submit(lambda _: self.send())  # Enter sends (a blur does not, as it would with observe)
         self.reset_button.on_click(lambda _: self.reset())
-        self.export_html_button.on_click(lambda _: self._export(self.export_html))
-        self.export_json_button.on_click(lambda _: self._export(self.export_json))
+        self.export_html_button.on_click(lambda _: self._export(".html"))
+        self.export_json_button.on_click(lambda _: self._export(".json"))
 
         controls = [c for c in (self.route, *self.modes.values()) if c is not None]
         super().__init__(
@@ -162,6 +163,32 @@ class Playground(w.VBox):  # type: ignore[misc]
         _write_export(target, self.dialogue.to_json())
         return target
 
+    def _export(self, suffix: str) -> None:
+        """What the Export buttons do: write the file beside the notebook, and offer it to the browser.
+
+        The person clicking may not be on the machine that runs the kernel (a Voila page, a shared
+        server): the status line carries a download link with the export itself, so their browser
+        saves it; a directory that cannot be written is said, and the download still works.
+        """
+        text, kind = (
+            (self.dialogue.to_html(), "text/html")
+            if suffix == ".html"
+            else (self.dialogue.to_json(), "application/json")
+        )
+        target = self._default_export(suffix)
+        try:
+            _write_export(target, text)
+            said = f"wrote {escape(target)}"
+        except UsageError as exc:
+            self.last_error = exc
+            said = f"not written on the server: {escape(exc)}"
+        data = base64.b64encode(text.encode("utf-8")).decode("ascii")
+        link = (
+            f'<a class="anb-download" download="{escape(target.name)}" href="data:{kind};charset=utf-8;base64,{data}">'
+            f"download {escape(target.name)}</a>"
+        )
+        self.status.value = f'<div class="anb"><div class="meta">{said} · {link}</div></div>'
+
     def _default_export(self, suffix: str) -> Path:
         """``export_dir``/<the workflow's name, made safe><suffix>, within the name limit of that directory."""
         try:
@@ -206,10 +233,10 @@ class Playground(w.VBox):  # type: ignore[misc]
         self.send_button.disabled = True
         self.text.disabled = True
         self._live, self._snapshots = {}, []
-        self.status.value = container('<div class="meta">running…</div>')
+        self.status.value = '<div class="anb"><div class="meta">running…</div></div>'  # styled by self._style
         self._redraw_live(message, force=True)
         self._redraw_transcript(running=True)
-        self._redraw(pending=message)
+        self._redraw(pending=message)  # small (nothing ran yet), and it holds the next full redraw back
         try:
             exchange = await self.dialogue.send(message, on_event=lambda e: self._event(e, message))
         except Exception as exc:
@@ -269,7 +296,10 @@ class Playground(w.VBox):  # type: ignore[misc]
     def _redraw_transcript(self, *, running: bool = False) -> None:
         """Add a widget for each turn that finished since (a reset starts again); the live turn last."""
         exchanges = self.dialogue.exchanges
-        if len(self._turns) > len(exchanges):
+        if len(self._turns) > len(exchanges):  # a reset: the old turns' widgets are closed, not left in the kernel
+            for old in self._turns:
+                for part in (old.layout, old.style, old):  # each HTML widget opens its layout and style too
+                    part.close()
             self._turns = []
         for e in exchanges[len(self._turns) :]:
             self._turns.append(w.HTML(f'<div class="anb">{turn_html(e)}</div>'))
@@ -294,14 +324,6 @@ class Playground(w.VBox):  # type: ignore[misc]
                 f'<div class="meta">{escape(d.workflow.name)}: no turns yet</div>'
                 f'<div class="graph">{workflow_html(d.workflow)}</div>'
             )
-
-    def _export(self, write: Any) -> None:
-        try:
-            path = write()
-        except Exception as exc:
-            self._show_error(exc)
-            return
-        self.status.value = container(f'<div class="meta">wrote {escape(path)}</div>')
 
 
 LIVE_EVERY = 0.1

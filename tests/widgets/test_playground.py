@@ -175,6 +175,26 @@ async def test_a_turn_sends_what_is_new_not_the_whole_transcript_again(monkeypat
     assert pg.transcript.layout.max_height and pg.transcript.layout.overflow == "auto"  # it scrolls
 
 
+async def test_a_reset_closes_the_old_turns_widgets_and_the_status_and_view_carry_no_stylesheet_again():
+    import ipywidgets
+
+    from agent_nb.display.html import CSS
+
+    pg = Playground(trip(RoutingChatClient({"smart": MirrorChatClient()})))
+    await pg.send("one")
+    await pg.send("two")
+    open_before = len(ipywidgets.widgets.widget._instances)
+    old = list(pg.transcript.children[1:])
+    pg.reset()
+    assert all(t.comm is None for t in old)  # closed: the kernel does not keep them, nor the page
+    await pg.send("one again")
+    await pg.send("two again")
+    assert (
+        len(ipywidgets.widgets.widget._instances) == open_before
+    )  # a conversation as long leaves as many widgets open
+    assert CSS not in pg.view.value and pg.transcript.children[0].value.count(CSS) == 1  # one stylesheet
+
+
 async def test_enter_in_the_message_box_sends():
     pg = Playground(ChatAgent(MirrorChatClient(), name="assistant"))
     pg.text.value = "hello there"
@@ -211,3 +231,21 @@ async def test_a_filter_that_drops_everything_says_so_and_the_view_shows_that_tu
     writer = pg.view.value[pg.view.value.index('data-executor="writer"') :]
     assert "dropped by nothing" in writer and "Indoors only</del>" in writer
     assert len(pg.dialogue.results) == 1  # it changed nothing
+
+
+async def test_export_offers_a_download_and_still_does_when_the_server_directory_cannot_be_written(tmp_path):
+    import base64
+    import re
+
+    pg = Playground(trip(RoutingChatClient({"fast": MirrorChatClient()})), export_dir=tmp_path / "missing" / "dir")
+    await pg.send("Plan a trip")
+    pg.export_json_button.click()
+    assert "not written on the server" in pg.status.value and "missing" in pg.status.value
+    href = re.search(r'download="trip.json" href="data:application/json;charset=utf-8;base64,([^"]+)"', pg.status.value)
+    assert href and json.loads(base64.b64decode(href.group(1)))["turns"][0]["text"] == "Plan a trip"
+    pg.export_dir = tmp_path
+    pg.export_html_button.click()
+    assert (
+        f"wrote {tmp_path / 'trip.html'}" in html.unescape(pg.status.value)
+        and 'download="trip.html"' in pg.status.value
+    )

@@ -130,3 +130,21 @@ def test_in_voila(page, voila_url, tmp_path):
     page.wait_for_selector(".anb-playground")
     with _shot_on_failure(page, shots / "voila-failed.png"):
         converse(page, shots, "voila")
+        export_downloads(page, shots)
+
+
+def export_downloads(page, shots: Path) -> None:
+    """Export, and the visitor's own browser saves the file (the server's directory is not theirs)."""
+    from playwright.sync_api import expect
+
+    playground = page.locator(".anb-playground").first
+    for button, suffix, inside in (("Export HTML", ".html", "Add a museum"), ("Export JSON", ".json", '"turns"')):
+        playground.locator("button", has_text=button).click()
+        link = playground.locator(f'.anb-status a[download$="{suffix}"]')
+        expect(link).to_have_count(1)
+        with page.expect_download() as caught:
+            link.click()
+        download = caught.value
+        saved = shots / f"voila-download{suffix}"
+        download.save_as(saved)
+        assert download.suggested_filename == f"trip{suffix}" and inside in saved.read_text(encoding="utf-8")
