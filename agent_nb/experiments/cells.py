@@ -40,7 +40,7 @@ class Cell(Displayable):
     error: str | None = None
     output: str = ""
     executors: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per executor: ``calls``, ``messages`` and ``tokens`` given to its model, ``dropped`` by its mode."""
+    """Per executor: ``calls``, ``messages`` and ``tokens`` its model received, ``dropped`` by its mode."""
     routes: list[str] = field(default_factory=list)
     """The routes that answered, in the order they first did."""
     input_tokens: int = 0
@@ -123,7 +123,9 @@ class Cell(Displayable):
         if self.output:
             lines.append(f"  output: {shorten(self.output, 200)}")
         for eid, e in self.executors.items():
-            lines.append(f"  {eid}: {e['messages']} messages, {e['tokens']} tokens given, {e['dropped']} dropped")
+            lines.append(
+                f"  {eid}: {e['messages']} messages, {e['tokens']} tokens to its model, {e['dropped']} dropped"
+            )
         if self.findings:
             lines.append("  findings: " + ", ".join(f"{k} ×{n}" for k, n in self.findings.items()))
         for name, value in self.scores.items():
@@ -134,7 +136,10 @@ class Cell(Displayable):
 
 
 def measure(cell: Cell, trace: Trace) -> None:
-    """Fill ``cell`` with what ``trace`` says each executor was given, dropped and answered."""
+    """Fill ``cell`` with what ``trace`` says each executor's model received, dropped and answered.
+
+    The model's input is read as the views and ``who_has`` read it: instructions and history too.
+    """
     executors: dict[str, dict[str, int]] = {}
     routes: dict[str, None] = {}
     tokens: dict[int, int] = {}  # a message given to several agents is estimated once
@@ -144,7 +149,7 @@ def measure(cell: Cell, trace: Trace) -> None:
         if e is None:
             e = executors[s.executor_id] = {"calls": 0, "messages": 0, "tokens": 0, "dropped": 0}
         e["dropped"] += len(s.dropped)
-        given = s.given
+        given = s.context() if s.given is not None or s.model_input is not None else None
         if given is not None:
             e["calls"] += 1
             e["messages"] += len(given)

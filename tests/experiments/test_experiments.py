@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from builds import Flaky, Slow, boom_chain, chain, only_user, questions, routed_chain, stable
 
-from agent_nb import ChatAgent, MirrorChatClient, ScriptedChatClient
+from agent_nb import AgentExecutor, ChatAgent, MirrorChatClient, ScriptedChatClient, WorkflowBuilder
 from agent_nb.errors import ArgumentError, ModelBadRequest
 from agent_nb.experiments import Experiment, ExperimentError, ModelJudge, scorers
 from agent_nb.harness import CentralizedHarness, StandardHarness, scenarios
+from agent_nb.messages import estimate_tokens
 from agent_nb.trace import ContextSnapshot
 
 MODES = {"writer.context_mode": ["full", "last_agent"]}
@@ -36,6 +37,20 @@ async def test_cells_are_configuration_by_input_by_repeat_in_order_whatever_fini
         assert r["status"] == "ok" and r["planner.messages"] == 1
         assert r["writer.messages"] == (3 if r["writer.context_mode"] == "full" else 1)
         assert r["writer.dropped"] == (0 if r["writer.context_mode"] == "full" else 2)
+
+
+def instructed(config: dict[str, Any]) -> Any:
+    """One agent with long instructions: its model gets them before the question."""
+    agent = AgentExecutor(ChatAgent(MirrorChatClient(words=8), name="guide", instructions="Be brief. " * 40))
+    return WorkflowBuilder(start_executor=agent).build()
+
+
+async def test_a_cell_counts_what_the_model_received_its_instructions_included() -> None:
+    result = await Experiment(instructed, inputs=["Plan a picnic"]).run()
+    record = result.to_records()[0]
+    model_got = result.cell(0).trace.last("guide").model_input
+    assert record["guide.messages"] == len(model_got.messages) == 2  # the instructions, then the question
+    assert record["guide.tokens"] == estimate_tokens(model_got.messages) > 80  # not the question's 3 tokens
 
 
 async def test_a_failing_cell_is_recorded_and_the_others_go_on() -> None:

@@ -37,7 +37,9 @@ async def test_forty_cells_on_the_real_model_are_scored_stored_and_resumed(model
         assert {r["routes"] for r in records} == {"short", "longer"}
         assert all(r["route"] == r["routes"] for r in records)
         assert all(r["input_tokens"] > 0 and r["output_tokens"] > 0 for r in records)  # the server's own usage
-        assert all(r["asker.messages"] == 1 and r["score.had_in_context('asker', 'fruit')"] for r in records)
+        assert all(
+            r["asker.messages"] == 2 and r["score.had_in_context('asker', 'fruit')"] for r in records
+        )  # instructions, question
         assert all(
             r["output_tokens"] <= {"short": 3, "longer": 6}[r["route"]] for r in records
         )  # each route's own limit
