@@ -66,7 +66,7 @@ def sdk_module() -> Any:
     try:
         import openai
     except ImportError as exc:  # pragma: no cover - openai is a dependency
-        raise ImportError("the OpenAI clients need the openai package: pip install agent_nb") from exc
+        raise ImportError("the OpenAI clients need the openai package: pip install 'openai>=1.40'") from exc
     return openai
 
 
