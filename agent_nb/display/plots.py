@@ -86,9 +86,9 @@ def context_sizes(
     series: dict[str, list[float]] = {}
     for turn, result in enumerate(runs):
         for s in result.trace:
-            context = s.context()
             if s.given is None and s.model_input is None:
-                continue
+                continue  # it only cached its input: its model got nothing
+            context = s.context()
             size = len(context) if measure == "messages" else estimate_tokens(context)
             series.setdefault(s.executor_id, [math.nan] * len(runs))[turn] = float(size)
     fig = _figure(figsize=(max(6.0, 1.6 * len(runs) + 2), 3.4), layout="constrained")
@@ -165,7 +165,8 @@ def graph_figure(graph: Graph, *, direction: Direction = "TB") -> Figure:
                                      connectionstyle=bend, color="#57606a"))  # fmt: skip
         if link.label:
             below = rad * span / 2 + 8 if across and back else 0.0  # under a cycle's curve
-            ax.text((start[0] + end[0]) / 2 + 6, (start[1] + end[1]) / 2 + below, link.label, fontsize=7, color="#57606a")
+            x, y = (start[0] + end[0]) / 2 + 6, (start[1] + end[1]) / 2 + below
+            ax.text(x, y, link.label, fontsize=7, color="#57606a")
     for node in graph.nodes:
         x, y = lay.pos[node.id]
         ax.add_patch(FancyBboxPatch((x, y), NODE_W, NODE_H, boxstyle="round,pad=0,rounding_size=8",

@@ -170,12 +170,15 @@ class Playground(w.VBox):  # type: ignore[misc]
         server): the status line carries a download link with the export itself, so their browser
         saves it; a directory that cannot be written is said, and the download still works.
         """
-        text, kind = (
-            (self.dialogue.to_html(), "text/html")
-            if suffix == ".html"
-            else (self.dialogue.to_json(), "application/json")
-        )
-        target = self._default_export(suffix)
+        try:
+            html = suffix == ".html"
+            text, kind = (
+                (self.dialogue.to_html(), "text/html") if html else (self.dialogue.to_json(), "application/json")
+            )
+            target = self._default_export(suffix)
+        except Exception as exc:  # nothing to offer: say why, in the widget
+            self._show_error(exc)
+            return
         try:
             _write_export(target, text)
             said = f"wrote {escape(target)}"

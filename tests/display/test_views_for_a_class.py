@@ -231,3 +231,14 @@ def test_mermaid_shows_as_its_text_in_a_plain_text_front_end():
     builder, _ = trip()
     data, _ = DisplayFormatter().format(builder.build().to_mermaid())
     assert data["text/plain"].startswith("flowchart TD\n") and data["text/vnd.mermaid"] == data["text/plain"]
+
+
+def test_the_graph_as_a_picture_lays_its_layers_across_too():
+    builder, _ = trip()
+    wf = builder.build()
+    down, across = wf.to_figure(), wf.to_figure(direction="LR")
+    (dw, dh), (aw, ah) = down.get_size_inches(), across.get_size_inches()
+    assert dh > dw and aw > 3 * ah  # a chain of three: a column, then a row
+    assert across._repr_png_().startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="direction must be 'TB'"):
+        wf.to_figure(direction="BT")
