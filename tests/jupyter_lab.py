@@ -110,11 +110,13 @@ def stored_notebook(notebook: Path, base: Path, *, trusted: bool = False) -> Ite
     config has no trust database), every cell in the DOM (none rendered lazily); the URL that opens it.
 
     ``trusted=True`` signs the copy in that isolated trust database first: the notebook as it is after
-    its owner ran it (outputs shown with their stylesheets and SVG).
+    its owner ran it (outputs shown with their stylesheets and SVG). A ``base / "root"`` prepared
+    beforehand (several notebooks in it) is served as it is.
     """
     root = base / "root"
-    root.mkdir()
-    shutil.copy(notebook, root / notebook.name)
+    if not root.exists():
+        root.mkdir()
+        shutil.copy(notebook, root / notebook.name)
     env = isolated_env(base, {"notebook-extension/tracker": {"windowingMode": "none"}})
     if trusted:
         subprocess.run([sys.executable, "-m", "jupyter", "trust", str(root / notebook.name)], env=env,

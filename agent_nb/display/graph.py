@@ -361,7 +361,9 @@ def graph_html(graph: Graph, *, max_nodes: int = 200, direction: Direction = "TB
     if not svg.startswith("<svg"):
         return svg  # too many executors: a line of text, legible anywhere
     picture = base64.b64encode(svg.encode()).decode("ascii")
-    alt = f"workflow {graph.name}: " + ", ".join(f"{link.source} → {link.target}" for link in graph.links)
+    edges = ", ".join(f"{link.source} → {link.target}" for link in graph.links)
+    alone = ", ".join(n.id for n in graph.nodes)
+    alt = f"workflow {graph.name}: " + (edges or f"{'executor' if len(graph.nodes) == 1 else 'executors'} {alone}")
     return (
         f'<div class="graph-live" style="display:none">{svg}</div>'
         f'<img class="graph-still" alt="{escape(shorten(alt, 400))}" style="background:#fff;border-radius:6px" '

@@ -242,3 +242,12 @@ def test_the_graph_as_a_picture_lays_its_layers_across_too():
     assert across._repr_png_().startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="direction must be 'TB'"):
         wf.to_figure(direction="BT")
+
+
+def test_the_graph_picture_says_what_it_shows_with_one_executor_too():
+    from agent_nb.display.graph import graph_html
+
+    solo = WorkflowBuilder(start_executor=AgentExecutor(ChatAgent(MirrorChatClient(), name="guide")), name="g").build()
+    assert 'alt="workflow g: executor guide"' in graph_html(graph_of(solo))
+    builder, _ = trip()
+    assert 'alt="workflow trip: planner → researcher, researcher → writer"' in graph_html(graph_of(builder.build()))
