@@ -49,3 +49,27 @@ def test_needs_a_name_and_a_client():
 
 def test_create_session():
     assert isinstance(ChatAgent(EchoChatClient(), name="a").create_session(), AgentSession)
+
+
+async def test_a_model_that_calls_a_tool_its_agent_lacks_warns_in_the_events_the_trace_and_the_view() -> None:
+    from agent_nb import ScriptedChatClient, WorkflowBuilder
+    from agent_nb.contents import FunctionCallContent
+    from agent_nb.display import graph_of, run_view
+    from agent_nb.trace.codec import dump_trace, load_trace
+    from agent_nb.workflow import AgentExecutor
+
+    call = FunctionCallContent(call_id="c1", name="book_flight", arguments={"to": "Oslo"})
+    travel = AgentExecutor(ChatAgent(ScriptedChatClient([Message("assistant", [call])]), name="travel"))
+    wf = WorkflowBuilder(start_executor=travel).build()
+    result = await wf.run("Fly me to Oslo")
+    (warning,) = [e.message for e in result.events if e.type == "warning"]
+    assert "executor 'travel': the model called 'book_flight', which agent 'travel' does not have" in warning
+    assert "ChatAgent(tools=[...])" in warning  # and what to do
+    snapshot = result.trace.last("travel")
+    assert snapshot.status == "warned" and snapshot.warnings == (warning,)
+    assert f"warning   {warning[:40]}" in str(result.trace) and "· warned" in str(result.trace)
+    assert graph_of(wf, result.trace).node("travel").status == "warned"
+    html = run_view(result)
+    assert '<span class="status warned">warned</span>' in html and "which agent &#x27;travel&#x27; does not" in html
+    assert load_trace(dump_trace(result.trace)).last("travel").warnings == (warning,)  # stored with the cell
+    assert result.trace.to_dict()["snapshots"][0]["warnings"] == [warning]

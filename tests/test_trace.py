@@ -48,7 +48,7 @@ async def test_snapshots_record_what_each_invocation_had():
     assert writer.context_mode == "last_agent" and writer.status == "answered"
     assert [m.text for m in writer.dropped] == [QUESTION]
     assert writer.given[0].author_name == "researcher" and writer.given[0].role == "user"
-    assert writer.reassigned() == (True,)
+    assert writer.reassigned == (True,)
     assert writer.sent[0].targets == ()
     assert writer.duration >= 0 and writer.started >= trace.last("planner").started
     assert "ms" in trace.to_text(timings=True) and "ms" not in str(trace)

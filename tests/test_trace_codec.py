@@ -39,7 +39,7 @@ def test_a_workflow_trace_reads_back_the_same(mode: str) -> None:
     again = load_trace(dump_trace(trace))
     assert str(again) == str(trace)
     same_messages(again, trace)  # a full chain's contexts are views of one log: each must keep its own length
-    assert [s.reassigned() for s in again] == [s.reassigned() for s in trace]  # handed-over replies stay marked
+    assert [s.reassigned for s in again] == [s.reassigned for s in trace]  # handed-over replies stay marked
     for fact in ("budget is 40", "planner", "nothing like this"):
         assert again.who_has(fact).to_text() == trace.who_has(fact).to_text()
 

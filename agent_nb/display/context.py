@@ -29,7 +29,7 @@ def legend(trace: Trace) -> str:
     parts = []
     if any(s.dropped for s in trace):
         parts.append(_STRUCK)
-    if any(any(s.reassigned()) for s in trace):
+    if any(any(s.reassigned) for s in trace):
         parts.append(_MOVED)
     return f'<div class="meta">{" · ".join(parts)}</div>' if parts else ""
 
@@ -111,6 +111,8 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
     for sent in s.sent:
         to = ", ".join(sent.targets) or "nobody"
         out.append(f'<div class="meta">sent {escape(describe_value(sent.message))} → {escape(to)}</div>')
+    for warning in s.warnings:
+        out.append(f'<div class="label">warning</div><div class="error">{escape(warning)}</div>')
     if s.error is not None:
         out.append(f'<div class="label">error</div><div class="error">{escape(s.error)}</div>')
     out.append("</div>")

@@ -43,8 +43,8 @@ class Node:
     """Context mode (with the filter's name for ``custom``) of agent executors."""
     start: bool = False
     status: str | None = None
-    """``not run``, ``restored`` (put back from a checkpoint, not run since), ``ran``, ``failed`` or
-    ``waiting``; ``None`` when there is no run to show."""
+    """``not run``, ``restored`` (put back from a checkpoint, not run since), ``ran``, ``warned`` (ran,
+    with a warning), ``failed`` or ``waiting``; ``None`` when there is no run to show."""
 
     @property
     def caption(self) -> str:
@@ -91,6 +91,8 @@ def _status(trace: Trace, executor_id: str) -> str:
         return "failed"
     if snaps[-1].status == "waiting":
         return "waiting"
+    if any(s.warnings for s in snaps):
+        return "warned"
     return "ran" if any(s.status in ("answered", "ran") for s in snaps) else "waiting"
 
 

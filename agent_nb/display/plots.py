@@ -147,7 +147,14 @@ def graph_figure(graph: Graph, *, direction: Direction = "TB") -> Figure:
     ax.set_ylim(lay.height, 0)
     ax.axis("off")
     idle = "#f6f8fa"
-    colours = {"ran": "#dafbe1", "failed": "#ffebe9", "waiting": "#fff8c5", "not run": idle, "restored": idle}
+    colours = {
+        "ran": "#dafbe1",
+        "failed": "#ffebe9",
+        "waiting": "#fff8c5",
+        "not run": idle,
+        "restored": idle,
+        "warned": "#fff8c5",
+    }
     for link in graph.links:
         (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
         back = (link.source, link.target) in lay.back

@@ -36,7 +36,8 @@ _FIELDS = (
     "executor_id", "superstep", "index", "received", "kind", "context_mode", "context_filter", "kept", "dropped",
     "given", "cached", "response", "wrote", "turn", "sent", "outputs", "duration", "model_requests", "more",
 )  # fmt: skip
-"""A stored snapshot, in order; ``more`` holds what most snapshots lack (state, error, requests), or null."""
+"""A stored snapshot, in order; ``more`` holds what most snapshots lack (state, error, requests, warnings),
+or null."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +141,9 @@ def dump_trace(trace: Trace) -> str:
     for s in trace:
         r = s.response
         more: dict[str, Any] | None = None
-        if s.state or s.error is not None or s.requested:
+        if s.state or s.error is not None or s.requested or s.warnings:
             state = {str(k): [describe_state(v, 400), value(v)[1]] for k, v in s.state.items()}
-            more = {"error": s.error, "requested": list(s.requested), "state": state}
+            more = {"error": s.error, "requested": list(s.requested), "state": state, "warnings": list(s.warnings)}
         snapshots.append(
             [
                 s.executor_id,
@@ -248,6 +249,7 @@ def load_trace(text: str) -> Trace:
                 duration=r["duration"],
                 error=more.get("error"),
                 requested=tuple(more.get("requested", ())),
+                warnings=tuple(more.get("warnings", ())),
                 model_requests=tuple(_read_request(q, pick) for q in r["model_requests"]),
             )
         )

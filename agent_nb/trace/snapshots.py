@@ -75,14 +75,21 @@ class ContextSnapshot(Displayable):
     """The ids of the requests for input it made (the run then waits for their answers)."""
     model_requests: tuple[ModelRequest, ...] = ()
     """What its model really received: each request its agent sent (each tool round too), as sent."""
+    warnings: tuple[str, ...] = ()
+    """What went less well than asked, said as it happened (each also a ``warning`` event of the run)."""
 
     @property
     def status(self) -> str:
-        """``failed``, ``waiting`` (it asked for input), ``answered`` (the agent ran), ``cached`` or ``ran``."""
+        """What the invocation came to: ``failed``, ``waiting``, ``warned``, ``answered``, ``cached`` or ``ran``.
+
+        ``waiting``: it asked for input; ``warned``: it answered, with a warning; ``answered``: the agent ran.
+        """
         if self.error is not None:
             return "failed"
         if self.requested:
             return "waiting"
+        if self.warnings:
+            return "warned"
         if self.given is not None:
             return "answered"
         return "cached" if self.kind == "agent" else "ran"
@@ -113,8 +120,12 @@ class ContextSnapshot(Displayable):
             return request.messages
         return self.given if self.given is not None else self.kept
 
+    @property
     def reassigned(self) -> tuple[bool, ...]:
-        """Per message of ``given``: whether its role was reassigned (another agent's reply handed over as user)."""
+        """Per message of ``given``: whether its role was reassigned (another agent's reply handed over as user).
+
+        An attribute like every other field of the record (derived from ``given`` and ``cached``).
+        """
         if self.given is None:
             return ()
         if len(self.cached) != len(self.given):
@@ -215,6 +226,7 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
                 "sent": [{"message": describe_value(x.message, 200), "targets": list(x.targets)} for x in s.sent],
                 "duration_ms": round(s.duration * 1000, 3),
                 "error": s.error,
+                "warnings": list(s.warnings),
             }
             if s.response is not None:
                 record["response"] = {

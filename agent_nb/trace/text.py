@@ -282,6 +282,8 @@ class _Report:
             self.add(lines, "sent", f"{describe_value(x.message, self.body)} → {to}")
 
         self.each(len(s.sent), sent, lambda k: lines.append(f"    … {_count(k, 'sent message')} not shown …"))
+        for warning in s.warnings:
+            self.add(lines, "warning", warning)
         if s.error is not None:
             self.add(lines, "error", s.error)
         return lines

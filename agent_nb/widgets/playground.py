@@ -263,7 +263,7 @@ class Playground(w.VBox):  # type: ignore[misc]
         return exchange
 
     def _event(self, event: WorkflowEvent, message: str) -> None:
-        if event.type == "output" and isinstance(event.data, AgentResponseUpdate):  # type: ignore[attr-defined]
+        if event.type in ("output", "intermediate") and isinstance(event.data, AgentResponseUpdate):  # type: ignore[attr-defined]
             eid = event.executor_id  # type: ignore[attr-defined]
             self._live[eid] = self._live.get(eid, "") + event.data.text  # type: ignore[attr-defined]
             self._redraw_live(message)

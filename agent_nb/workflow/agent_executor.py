@@ -468,12 +468,21 @@ class AgentExecutor(Executor):
             finally:  # what reached the model is shown when it failed too
                 ctx.record_context(model_requests=tuple(sent))
         ctx.record_context(response=response)
+        requests, calls = self._asks(response)
+        stray = _unrun_calls(response) if not (requests or calls) else []  # waiting ones are requests
+        if stray:
+            ctx.warn(
+                f"executor {self.id!r}: the model called {', '.join(map(repr, stray))}, which agent "
+                f"{self.agent.name!r} does not have; the calls were not run and its answer has no text for them. "
+                "Give the agent those tools (ChatAgent(tools=[...])), tell the model not to call them, or set "
+                "AgentExecutorOptions(intercept_unterminated_function_calls=True) to send them to another executor"
+            )
         emit = self.options.emit_response_events
-        if emit or (emit is None and not streams):
-            await ctx.yield_output(response)
+        if (emit or (emit is None and not streams)) and not (requests or calls):
+            await ctx.yield_output(response)  # an agent that waits is a request (its event), not an answer yet
         conversation = before.extend(cache).extend(response.messages, validate=False)  # validated by AgentResponse
         self._conversation, self._cache = conversation, EMPTY
-        if await self._pause(response, ctx):
+        if await self._pause(requests, calls, ctx):
             return
         if self.options.wait_for_turn_token:
             await ctx.send_message(list(response.messages))
@@ -481,8 +490,8 @@ class AgentExecutor(Executor):
         else:
             await ctx.send_message(AgentExecutorResponse(self.id, response, conversation))
 
-    async def _pause(self, response: AgentResponse, ctx: _Ctx) -> bool:
-        """Ask for what the agent waits on; whether it waits (then nothing is sent on yet)."""
+    def _asks(self, response: AgentResponse) -> tuple[list[UserInputRequestContent], list[FunctionCallContent]]:
+        """What the answer waits on: requests for a person, and tool calls handed on to run elsewhere."""
         requests = [c for m in response.messages for c in m.contents if isinstance(c, UserInputRequestContent)]
         calls: list[FunctionCallContent] = []
         if self.options.intercept_unterminated_function_calls:
@@ -494,6 +503,12 @@ class AgentExecutor(Executor):
                 for c in m.contents
                 if isinstance(c, FunctionCallContent) and c.call_id not in answered and c.call_id not in asked
             ]
+        return requests, calls
+
+    async def _pause(
+        self, requests: list[UserInputRequestContent], calls: list[FunctionCallContent], ctx: _Ctx
+    ) -> bool:
+        """Ask for what the agent waits on; whether it waits (then nothing is sent on yet)."""
         if not requests and not calls:
             return False
         for request in requests:
@@ -532,7 +547,11 @@ class AgentExecutor(Executor):
         updates = []
         async for update in result:
             updates.append(update)
-            await ctx.yield_output(update)
+            shown = [c for c in update.contents if not isinstance(c, UserInputRequestContent)]
+            if len(shown) == len(update.contents):
+                await ctx.yield_output(update)
+            elif shown:  # a request for a person is its own event (request_info), not a piece of the answer
+                await ctx.yield_output(update.model_copy(update={"contents": shown}))
         return AgentResponse.from_updates(updates)
 
     # -- state between runs ---------------------------------------------------------
@@ -578,3 +597,16 @@ def _without(messages: Iterable[Message], removed: Iterable[Message]) -> list[Me
     """``messages`` minus the ``removed`` objects (by identity: equal messages may be distinct turns)."""
     gone = {id(m) for m in removed}
     return [m for m in messages if id(m) not in gone]
+
+
+def _unrun_calls(response: AgentResponse) -> list[str]:
+    """The tools an answer calls that nothing ran (an agent without them hands the calls back as its answer)."""
+    answered = {c.call_id for m in response.messages for c in m.contents if c.type == "function_result"}
+    return list(
+        dict.fromkeys(
+            c.name
+            for m in response.messages
+            for c in m.contents
+            if isinstance(c, FunctionCallContent) and c.call_id not in answered
+        )
+    )

@@ -13,6 +13,7 @@ __all__ = [
     "ExecutorCompleted",
     "ExecutorFailed",
     "ExecutorInvoked",
+    "IntermediateEvent",
     "OutputEvent",
     "RequestInfoEvent",
     "SuperstepCompleted",
@@ -91,6 +92,19 @@ class OutputEvent(WorkflowEvent):
     executor_id: str
     data: Any
     type: Literal["output"] = field(init=False, default="output")
+
+
+@dataclass(frozen=True, slots=True)
+class IntermediateEvent(WorkflowEvent):
+    """What an executor yielded that is not an output of the run: still streamed and seen, not returned.
+
+    The workflow names the executors of its outputs (``output_from``): an earlier participant's answer
+    in a ``SequentialBuilder`` is one of these.
+    """
+
+    executor_id: str
+    data: Any
+    type: Literal["intermediate"] = field(init=False, default="intermediate")
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from typing_extensions import TypeVar
 
 from ..errors import ArgumentError, InputTypeError, bad_argument
 from ._types import TypeTest, compile_type, flatten, is_never, type_name
+from .events import WorkflowWarning
 
 if TYPE_CHECKING:
     from .runner import _Run
@@ -115,6 +116,11 @@ class WorkflowContext(Generic[SendT, OutT]):
     def function_invocation_kwargs(self) -> dict[str, Any]:
         """The run's ``function_invocation_kwargs`` for this executor."""
         return self._run.kwargs_for("function_invocation_kwargs", self.executor_id)
+
+    def warn(self, message: str) -> None:
+        """Say that this invocation went less well than asked: a ``warning`` event now, and on its record."""
+        self._record["warnings"] = (*self._record.get("warnings", ()), message)
+        self._run.emit(WorkflowWarning(message))
 
     def record_context(self, fields: dict[str, Any] | None = None, /, **more: Any) -> None:
         """Record what this invocation had in its active context, for the trace.

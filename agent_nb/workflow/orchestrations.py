@@ -3,25 +3,54 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Union
+from typing import Literal, Union
 
 from ..agents import SupportsAgentRun
+from ..errors import ArgumentError
+from ..messages import Message
 from .agent_executor import AgentExecutor, ContextMode
 from .builder import WorkflowBuilder
-from .executor import Executor
+from .executor import Executor, WorkflowContext, handler
 from .workflow import Workflow
 
 __all__ = ["SequentialBuilder"]
 
 Participant = Union[SupportsAgentRun, Executor]  # noqa: UP007
+OutputFrom = Union[Literal["last", "all"], Sequence[Union[str, Participant]]]  # noqa: UP007
+
+
+class InputToConversation(Executor):
+    """The chain's first step when its first participant takes a conversation: the input as messages."""
+
+    kind = "input"
+
+    @handler
+    async def from_text(self, text: str, ctx: WorkflowContext[list[Message]]) -> None:
+        await ctx.send_message([Message("user", text)])
+
+    @handler
+    async def from_message(self, message: Message, ctx: WorkflowContext[list[Message]]) -> None:
+        await ctx.send_message([message])
+
+    @handler
+    async def from_messages(self, messages: list[Message], ctx: WorkflowContext[list[Message]]) -> None:
+        await ctx.send_message(list(messages))
 
 
 class SequentialBuilder:
     """Participants one after another, each receiving what the one before it sent.
 
-    With ``chain_only_agent_responses=True`` every agent executor uses ``"last_agent"``:
-    each agent sees only its predecessor's reply, not the conversation so far.
-    Agent executors passed in are configured in place.
+    The run's output is the last participant's answer (``output_from="last"``); the answers
+    before it are ``intermediate`` events, and stay in the trace. ``output_from="all"`` makes
+    every participant's answer an output; a list of participants (or their ids) picks some.
+
+    With ``chain_only_agent_responses=True`` each agent sees only its predecessor's reply, not
+    the conversation so far: the agents given are wrapped in ``last_agent`` executors. An
+    ``AgentExecutor`` given is used as it is (never changed); one whose mode is not
+    ``last_agent`` is refused then, since the two settings disagree.
+
+    A custom first participant that takes ``list[Message]`` gets the run's input as messages
+    (a string becomes one user message), through a first step of kind ``input``.
     """
 
     def __init__(
@@ -29,12 +58,20 @@ class SequentialBuilder:
         participants: Sequence[Participant],
         *,
         chain_only_agent_responses: bool = False,
+        output_from: OutputFrom = "last",
         name: str = "sequential",
     ) -> None:
         if not participants:
             raise ValueError("SequentialBuilder needs at least one participant")
+        if isinstance(output_from, str) and output_from not in ("last", "all"):
+            raise ArgumentError(
+                f"SequentialBuilder {name!r}: output_from={output_from!r}: give 'last' (the last participant's "
+                "answer, the default), 'all', or a list of participants or their ids",
+                argument="output_from",
+            )
         self.participants = list(participants)
         self.chain_only_agent_responses = chain_only_agent_responses
+        self.output_from = output_from
         self.name = name
 
     def build(self) -> Workflow:
@@ -42,10 +79,49 @@ class SequentialBuilder:
         nodes: list[Executor] = []
         for p in self.participants:
             node = p if isinstance(p, Executor) else AgentExecutor(p, context_mode=mode)
-            if isinstance(node, AgentExecutor) and self.chain_only_agent_responses:
-                node.context_mode = "last_agent"
+            if self.chain_only_agent_responses and isinstance(node, AgentExecutor) and node.context_mode != mode:
+                raise ArgumentError(
+                    f"SequentialBuilder {self.name!r}: executor {node.id!r} uses context_mode="
+                    f"{node.context_mode!r}, and chain_only_agent_responses=True asks for 'last_agent': pass its "
+                    "agent instead (it is then wrapped in last_agent), set its mode yourself, or leave "
+                    "chain_only_agent_responses off; an executor you made is never changed",
+                    argument="participants",
+                )
             nodes.append(node)
-        builder = WorkflowBuilder(start_executor=nodes[0], name=self.name)
+        outputs = self._outputs(nodes)
+        first = nodes[0]
+        if not isinstance(first, AgentExecutor) and _takes_a_conversation(first):
+            nodes.insert(0, InputToConversation(_free_id("input", nodes)))
+        builder = WorkflowBuilder(start_executor=nodes[0], name=self.name, output_from=outputs)
         if len(nodes) > 1:
             builder.add_chain(nodes)
         return builder.build()
+
+    def _outputs(self, nodes: list[Executor]) -> list[Executor] | None:
+        if self.output_from == "all":
+            return None
+        if self.output_from == "last":
+            return [nodes[-1]]
+        by_agent = {id(p): n for p, n in zip(self.participants, nodes, strict=True)}
+        picked = []
+        for item in self.output_from:
+            node = next((n for n in nodes if n.id == item), None) if isinstance(item, str) else by_agent.get(id(item))
+            if node is None:
+                ids = ", ".join(n.id for n in nodes)
+                raise ArgumentError(
+                    f"SequentialBuilder {self.name!r}: output_from names {item!r:.60}, which is not a participant "
+                    f"(participants: {ids})",
+                    argument="output_from",
+                )
+            picked.append(node)
+        return picked
+
+
+def _takes_a_conversation(node: Executor) -> bool:
+    """Whether a custom executor takes ``list[Message]`` but not the plain text a run usually starts with."""
+    return node.can_handle([Message("user", "?")]) and not node.can_handle("?")
+
+
+def _free_id(wanted: str, nodes: Sequence[Executor]) -> str:
+    taken = {n.id for n in nodes}
+    return next(f"{wanted}{i or ''}" for i in range(len(nodes) + 1) if f"{wanted}{i or ''}" not in taken)

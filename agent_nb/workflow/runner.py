@@ -28,6 +28,7 @@ from .events import (
     ExecutorCompleted,
     ExecutorFailed,
     ExecutorInvoked,
+    IntermediateEvent,
     OutputEvent,
     RequestInfoEvent,
     SuperstepCompleted,
@@ -116,6 +117,8 @@ class _Run:
         allowed = self.workflow.output_from
         if allowed is None or executor_id in allowed:
             self.emit(OutputEvent(executor_id, value))
+        else:  # not an output of the run, still an event: a stream shows it, the trace keeps it
+            self.emit(IntermediateEvent(executor_id, value))
 
     def request(self, executor_id: str, data: Any, response_type: Any) -> str:
         self.request_seq += 1

@@ -249,3 +249,23 @@ async def test_export_offers_a_download_and_still_does_when_the_server_directory
         f"wrote {tmp_path / 'trip.html'}" in html.unescape(pg.status.value)
         and 'download="trip.html"' in pg.status.value
     )
+
+
+async def test_in_a_sequential_chain_every_participants_words_stream_live_not_only_the_outputs():
+    from agent_nb import SequentialBuilder
+    from agent_nb.widgets import playground
+
+    gated = GatedClient(MirrorChatClient())
+    first = ChatAgent(MirrorChatClient(), name="first")
+    second = ChatAgent(gated, name="second")
+    pg = Playground(SequentialBuilder(participants=[first, second]).build())
+    old, playground.LIVE_EVERY = playground.LIVE_EVERY, 0.0
+    try:
+        task = pg.send("hello there")
+        await gated.started.wait()  # the first participant has answered; its answer is not a run output
+        assert 'data-executor="first"' in pg.live.value and "I see 1 message" in pg.live.value
+        gated.gate.set()
+        await task
+    finally:
+        playground.LIVE_EVERY = old
+    assert [executor for executor, _ in pg.dialogue.exchanges[0].answers] == ["first", "second"]

@@ -320,7 +320,7 @@ async def test_other_agents_become_users_own_replies_stay_assistant():
         ("assistant", "a"),  # its own reply keeps its role
         ("user", "b"),  # the other agent's reply is handed over as input
     ]
-    assert second_turn_of_a.reassigned() == (False, False, True)
+    assert second_turn_of_a.reassigned == (False, False, True)
     assert "user from b" in second_turn_of_a.response.text and "assistant from a" in second_turn_of_a.response.text
     assert [m.role for m in a.conversation] == ["user", "assistant", "assistant", "assistant"]  # original roles
 

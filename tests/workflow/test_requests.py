@@ -180,6 +180,28 @@ async def test_an_approved_tool_call_runs_and_the_agent_goes_on(history: bool, s
     assert workflow.executors["writer"].conversation[-1].text.startswith("I see 4 messages")  # it saw it all
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+async def test_a_call_that_needs_approval_appears_once_as_a_request_not_as_an_output(stream: bool) -> None:
+    workflow, _ = support()
+    if stream:
+        events = workflow.run("refund A7 please", stream=True)
+        async for _ in events:
+            pass
+        waiting = events.result
+    else:
+        waiting = await workflow.run("refund A7 please")
+    asked = [e for e in waiting.events if e.type == "request_info"]
+    assert len(asked) == 1 and len(waiting.pending_requests) == 1
+    outputs = waiting.get_outputs()
+    shown = [c for o in outputs for c in (o.contents if stream else [c for m in o.messages for c in m.contents])]
+    assert not any(isinstance(c, UserInputRequestContent) for c in shown)  # the request is not an answer
+    if not stream:
+        assert outputs == []  # no empty answer stands for it (a stream still shows the model's call)
+    assert waiting.trace.last("support").response is not None  # the trace keeps what the agent returned
+    done = await workflow.run(responses={waiting.pending_requests[0].request_id: True})
+    assert [o.text for o in done.get_outputs() if hasattr(o, "messages")][:1] == ["The refund is done."]
+
+
 async def test_a_rejected_call_is_not_run_and_the_model_is_told() -> None:
     workflow, client = support()
     first = await workflow.run("refund A7 please")

@@ -199,6 +199,7 @@ async def test_events_of_a_run_in_order():
         "started",
         "superstep_started",
         "executor_invoked",
+        "intermediate",  # what a yields is not an output of this run (output_from), still an event
         "executor_completed",
         "superstep_completed",
         "superstep_started",
