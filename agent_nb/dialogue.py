@@ -176,8 +176,9 @@ class Dialogue:
         if pending is not None:
             return pending
         ex = self._agent(executor_id)
-        if ex.context_mode == "custom":
-            return CUSTOM + getattr(ex.context_filter, "__name__", "filter")
+        if ex.context_mode == "custom":  # by the name it is offered under, as chosen; else the function's own
+            offered = next((name for name, f in self.filters.items() if f is ex.context_filter), None)
+            return CUSTOM + str(offered or getattr(ex.context_filter, "__name__", "filter"))
         return ex.context_mode
 
     def set_mode(self, executor_id: str, mode: str) -> None:

@@ -287,6 +287,8 @@ class RoutingChatClient(Displayable):
     def _prepare(
         self, route: str, client: ChatClient, messages: Sequence[Message], session: AgentSession | None
     ) -> tuple[Sequence[Message], list[str]]:
+        # changed since it was registered (store=True set later): refused now too, before anything is sent
+        refuse_service_managed(f"route {route!r} of router {self.name!r}, now", client)
         caps = capabilities_of(client)
         problems = self._check(route, caps, messages, session).finish()
         if not problems:

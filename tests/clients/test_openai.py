@@ -314,6 +314,23 @@ async def test_stored_responses_are_service_managed_and_refused_as_routes():
         RoutingChatClient({"stored": stored})
 
 
+async def test_a_route_set_to_store_after_it_was_registered_is_refused_at_request_time_and_sends_nothing():
+    server = Server(responses_answer("resp_a", "one"))
+    later = OpenAIResponsesClient("m", client=server.sdk())
+    router = RoutingChatClient({"later": later})
+    later.store = True  # after registration: the router must still not let the history leave
+    session = AgentSession()
+    for call in (router.get_response, router.get_streaming_response):
+        with pytest.raises(ServiceManagedHistoryError, match=r"route 'later' of router 'router', now.*store=False"):
+            result = call([Message("user", "hi")], session=session)
+            if hasattr(result, "__aiter__"):
+                async for _ in result:
+                    pass
+            else:
+                await result
+    assert server.requests == []  # nothing was sent
+
+
 async def test_import_conversation_rebuilds_the_history():
     items = {
         "object": "list", "first_id": "a", "last_id": "c", "has_more": False,

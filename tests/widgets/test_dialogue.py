@@ -135,3 +135,16 @@ async def test_export_as_json_and_html():
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert page.startswith("<!DOCTYPE html>") and 'data-route="fast"' in page
     assert "custom: last two" in d.mode_options()
+
+
+async def test_a_custom_mode_is_recorded_by_the_label_it_was_chosen_under():
+    from agent_nb.workflow.filters import user_messages
+
+    def last_1_messages(messages):
+        return messages[-1:]
+
+    d = Dialogue(trip(two_routes()), filters={"last_1": last_1_messages, "mine": user_messages})
+    d.set_mode("writer", "custom: last_1")
+    exchange = await d.send("Plan a trip")
+    assert exchange.modes["writer"] == "custom: last_1" and d.mode_of("writer") == "custom: last_1"
+    assert d.mode_options()[-2:] == ["custom: last_1", "custom: mine"]
