@@ -327,3 +327,24 @@ async def test_sqlite_never_extends_a_cache_of_a_session_another_provider_rewrot
     await other.save(session, [Message("user", "NEW 1"), Message("user", "NEW 2")])  # as many rows as before
     await mine.save(session, [Message("user", "third")])  # mine writes after them ...
     assert [m.text for m in await mine.load(session)] == ["NEW 1", "NEW 2", "third"]  # ... and reads the file's
+
+
+async def test_what_another_agent_wrote_to_a_shared_history_reaches_the_model_as_user_like_a_handed_over_reply():
+    from agent_nb import AgentExecutor, ChatAgent, InMemoryHistoryProvider, MirrorChatClient, WorkflowBuilder
+
+    history = InMemoryHistoryProvider()
+    guide = ChatAgent(MirrorChatClient(), name="guide", history=history)
+    critic = ChatAgent(MirrorChatClient(), name="critic", history=history)
+    session = guide.create_session()
+    first, second = AgentExecutor(guide, session=session), AgentExecutor(critic, session=session)
+    wf = WorkflowBuilder(start_executor=first).add_edge(first, second).build()
+    await wf.run("A museum?")
+    result = await wf.run("And a cafe?")
+    request = result.trace.last("critic").model_input
+    from_history = [m for m, o in zip(request.messages, request.origins, strict=True) if o == "history"]
+    guide_said = [m for m in from_history if m.author_name == "guide"]
+    assert guide_said and {m.role for m in guide_said} == {"user"}  # never the critic's own assistant turn
+    own = [m for m in from_history if m.author_name == "critic"]
+    assert own and {m.role for m in own} == {"assistant"}  # its own replies keep their role
+    stored = await history.load(session)
+    assert any(m.role == "assistant" and m.author_name == "guide" for m in stored)  # the history is as written

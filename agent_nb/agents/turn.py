@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..clients.base import closing_stream
+from ..conversation import handed_over
 from ..errors import AgentNbError, EmptyAnswer, ModelError, ToolRoundsExceeded, ToolTimeout, UsageError
 from ..messages import (
     AgentResponse,
@@ -83,7 +84,16 @@ class Turn:
         self._check_pending(prior)
         system = self.agent._system_message()
         self._spans = (len(system), len(prior), len(self.new))
-        return [*system, *prior, *self.new]
+        return [*system, *self._as_input(prior), *self.new]
+
+    def _as_input(self, prior: list[Message]) -> list[Message]:
+        """The stored conversation as this agent's model receives it: what *other* agents wrote there (two
+        agents sharing a session) is handed over as ``user``, by the rule an executor hands replies over."""
+        me = self.agent.name
+        return [
+            handed_over(m) if m.role in ("assistant", "tool") and m.author_name not in (None, me) else m
+            for m in prior
+        ]
 
     def _sent(
         self, messages: list[Message], round_: int, answer: ChatResponse | None, error: BaseException | None
