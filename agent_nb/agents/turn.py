@@ -87,12 +87,14 @@ class Turn:
         return [*system, *self._as_input(prior), *self.new]
 
     def _as_input(self, prior: list[Message]) -> list[Message]:
-        """The stored conversation as this agent's model receives it: what *other* agents wrote there (two
-        agents sharing a session) is handed over as ``user``, by the rule an executor hands replies over."""
+        """The stored conversation as this agent's model receives it.
+
+        What *other* agents wrote there (two agents sharing a session) is handed over as ``user``, by
+        the rule an executor hands replies over; its own replies keep their role.
+        """
         me = self.agent.name
         return [
-            handed_over(m) if m.role in ("assistant", "tool") and m.author_name not in (None, me) else m
-            for m in prior
+            handed_over(m) if m.role in ("assistant", "tool") and m.author_name not in (None, me) else m for m in prior
         ]
 
     def _sent(
