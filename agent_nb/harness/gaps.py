@@ -280,12 +280,22 @@ def card_actions_lost(c: _Conversation) -> Iterator[Finding]:
         value = click_of(call.reply)
         if value is None:
             continue
-        seen = any(
-            any(mentions(t, value) for m in (x.given or ()) for t in strings_of(m, offered=False))
-            for x in c.later(s, call.caller)
+        returned = any(
+            isinstance(x.message, ComponentResult) and any(mentions(str(v), value) for v in x.message.outputs.values())
+            for x in s.sent
         )
-        if seen:
-            continue
+        if returned:
+            continue  # the topic handed the click back as an output: it reached its caller
+        recovered = next(
+            (
+                x
+                for x in c.later(s, call.caller)
+                if any(mentions(t, value) for m in (x.given or ()) for t in strings_of(m, offered=False))
+            ),
+            None,
+        )
+        if recovered is not None and recovered.turn <= s.turn:
+            continue  # the caller had it in that very turn (it relayed the card itself): nothing was lost
         variables = s.state.get("variables", {})
         name = next((k for k, v in variables.items() if v == value), None)
         asked = [
@@ -303,7 +313,11 @@ def card_actions_lost(c: _Conversation) -> Iterator[Finding]:
             (call.reply.message_id or "", *asked),
             f"the user clicked {value!r} on a card of {s.executor_id}; it went into "
             + (f"the variable {name!r}" if name else "the topic")
-            + f" and never reached {call.caller}'s context",
+            + (
+                f" and never reached {call.caller}'s context"
+                if recovered is None
+                else f"; {call.caller} had it only at turn {recovered.turn}, by another path (the user gave it again)"
+            ),
             f"Return {name or 'the clicked value'!r} as an output of {s.executor_id}; do not rely on the card's "
             "content or buttons to carry it.",
             "Adaptive-card action buttons and the user's clicks on them never reach the context.",

@@ -90,6 +90,14 @@ async def test_a_card_click_is_lost_and_a_later_step_asks_again():
     assert "'item'" in lost.remedy and "output" in lost.remedy
 
 
+async def test_a_lost_click_stays_reported_after_the_user_gives_the_value_again_and_says_when_it_arrived():
+    h = await returns().aplay(StandardHarness)
+    await h.click("Phone")  # the orchestrator asked again; now it has the value, by another path
+    (lost,) = h.gaps().of_kind("card action lost")
+    assert lost.turn == 2 and "never reached" not in lost.detail  # the loss happened, at turn 2
+    assert "orchestrator had it only at turn 4, by another path (the user gave it again)" in lost.detail
+
+
 async def test_returning_the_click_as_a_topic_output_fixes_it():
     h = await returns(fixed=True).aplay(StandardHarness)
     assert saying(h, "shipping label for your phone")
