@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..tools import FunctionTool
     from .agent import ChatAgent
 
-__all__ = ["Turn"]
+__all__ = ["Turn", "unanswered_calls"]
 
 
 class Turn:
@@ -127,7 +127,7 @@ class Turn:
         """
         seq = [*prior, *self.new]
         answered = {c.call_id for m in seq for c in m.contents if c.type == "function_result"}
-        waiting = [c for c in _unanswered(seq) if c.call_id not in answered]  # approvals of others: ignored
+        waiting = [c for c in unanswered_calls(seq) if c.call_id not in answered]  # approvals of others: ignored
         tools = self.agent._tools_by_name
         runnable = [c for c in waiting if c.name in tools and (c.call_id in approvals or not _needs(tools, c))]
         if not runnable:
@@ -158,7 +158,7 @@ class Turn:
 
     def _check_pending(self, prior: list[Message]) -> None:
         """Tool calls the last turn left for the caller must be answered before the conversation goes on."""
-        pending = _unanswered(prior)
+        pending = unanswered_calls(prior)
         if not pending:
             return
         answered = {c.call_id for m in self.new for c in m.contents if c.type == "function_result"}
@@ -206,7 +206,7 @@ class Turn:
                     "the calls were not run and come back as the answer (the next turn tells the model so)"
                 )
             return []  # no tools of its own: calls go back to the caller as the answer
-        return _unanswered(self.produced, everywhere=True)
+        return unanswered_calls(self.produced, everywhere=True)
 
     def _checked(self, response: ChatResponse) -> list[Message]:
         """The model's messages as the agent keeps them: its own, never a user's or the system's.
@@ -433,7 +433,7 @@ async def _within(call: Awaitable[Any], seconds: float | None) -> Any:
     return task.result()
 
 
-def _unanswered(messages: Sequence[Message], *, everywhere: bool = False) -> list[FunctionCallContent]:
+def unanswered_calls(messages: Sequence[Message], *, everywhere: bool = False) -> list[FunctionCallContent]:
     """The tool calls without a result: after the last assistant message with calls (or anywhere)."""
     answered = {c.call_id for m in messages for c in m.contents if c.type == "function_result"}
     if everywhere:

@@ -16,7 +16,7 @@ from ..trace import ContextSnapshot, Trace
 from ..trace.text import describe_state, describe_value, model_got, repaired, roles_before
 from .html import Theme, badge_html, bubble, container, escape, fold_list
 
-__all__ = ["column_html", "columns_html", "not_run_card", "snapshot_html", "trace_html"]
+__all__ = ["column_html", "columns_html", "snapshot_html", "trace_html"]
 
 
 _NOT_RUN = '<div class="card meta">did not run in this turn</div>'
@@ -122,19 +122,19 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
 def column_html(
     title: str,
     snaps: Sequence[ContextSnapshot],
+    trace: Trace,
     *,
     executor_id: str,
-    empty: str = _NOT_RUN,
-    idle: str = "not run",
     max_messages: int = 40,
     max_chars: int = 400,
     max_cards: int = 20,
 ) -> str:
-    """One executor's column: its invocations as cards under ``title``.
+    """One executor's column in ``trace``: its invocations (``snaps``) as cards under ``title``.
 
-    ``empty`` stands for the cards, and ``idle`` for its kind in the header, when it did not run.
+    An executor that did not run says why: restored from the trace's checkpoint, or not run.
     """
-    kind = snaps[0].kind if snaps else idle
+    restored = executor_id in trace.restored
+    kind = snaps[0].kind if snaps else "restored" if restored else "not run"
     last = next((s for s in reversed(snaps) if s.given is not None or s.model_input is not None), None)
     facts = [kind, _count(len(snaps), "invocation")]
     if last is not None:
@@ -151,16 +151,13 @@ def column_html(
     return (
         f'<section class="col" data-executor="{escape(executor_id)}"><header><h3>{escape(title)}</h3>'
         f'<div class="meta">{escape(" · ".join(facts))}</div></header>'
-        f"{cards or empty}</section>"
+        f"{cards or (_restored(trace) if restored else _NOT_RUN)}</section>"
     )
 
 
-def not_run_card(trace: Trace, executor_id: str) -> str:
-    """What a column shows for an executor that did not run: restored from a checkpoint, or not run."""
-    if executor_id in trace.restored:
-        what = f"restored from checkpoint {trace.restored_from}; did not run in this run"
-        return f'<div class="card meta restored">{escape(what)}</div>'
-    return _NOT_RUN
+def _restored(trace: Trace) -> str:
+    what = f"restored from checkpoint {trace.restored_from}; did not run in this run"
+    return f'<div class="card meta restored">{escape(what)}</div>'
 
 
 def columns_html(trace: Trace, *, max_messages: int = 40, max_chars: int = 400, max_cards: int = 20) -> str:
@@ -172,9 +169,8 @@ def columns_html(trace: Trace, *, max_messages: int = 40, max_chars: int = 400, 
         column_html(
             eid,
             snaps,
+            trace,
             executor_id=eid,
-            empty=not_run_card(trace, eid),
-            idle="restored" if eid in trace.restored else "not run",
             max_messages=max_messages,
             max_chars=max_chars,
             max_cards=max_cards,

@@ -104,10 +104,9 @@ def graph_of(workflow: Workflow, trace: Trace | None = None) -> Graph:
         status = None
         if trace is not None:
             status = _status(trace, eid)
-            ran = [s for s in trace if s.executor_id == eid and s.context_mode]
+            ran = [s.mode for s in trace if s.executor_id == eid and s.mode]
             if ran:  # the mode of that run, which may differ from the executor's mode now
-                last = ran[-1]
-                mode = f"custom({last.context_filter})" if last.context_filter else last.context_mode
+                mode = ran[-1]
         nodes.append(Node(eid, ex.kind, mode, eid == workflow.start_executor_id, status))
     links = tuple(
         Link(e.source, e.target, e.kind, e.label, e.condition is not None or e.label is not None)

@@ -18,10 +18,10 @@ from ..messages import AgentResponseUpdate, Message
 from ..rendering import Displayable
 from ..workflow.result import folded
 from .chat import chat_column
-from .context import column_html, columns_html, legend, not_run_card
+from .context import column_html, columns_html, legend
 from .graph import Direction, graph_html, graph_of
 from .html import Theme, container, escape
-from .runs import labelled_runs
+from .runs import as_runs, labelled_runs
 
 if TYPE_CHECKING:
     from ..workflow.result import RunResult
@@ -115,14 +115,12 @@ def run_view(
         chat_marks: a badge per chat message id (such as "never reached the orchestrator").
         stylesheet: include the stylesheet (leave it out where the page already holds it).
     """
-    runs, names = labelled_runs(results, labels) if labels is not None or isinstance(results, Mapping) else (
-        [results] if not isinstance(results, Sequence) else list(results), None)  # fmt: skip
-    if not runs:
-        raise ValueError("run_view needs at least one RunResult")
+    named = labels is not None or isinstance(results, Mapping)  # else: the turns of one conversation
+    runs, names = labelled_runs(results, labels) if named else (as_runs(results), [])
     index = _index(turn, len(runs))
     result = runs[index]
     name = result.workflow.name if result.workflow is not None else "workflow"
-    if names is None:  # the turns of one conversation
+    if not named:
         which = f"turn {index + 1} of {len(runs)} · "
     else:
         which = escape(names[index]) + (f" · {index + 1} of {len(runs)}" if len(runs) > 1 else "") + " · "
@@ -180,8 +178,7 @@ def across_runs_html(
         snaps = [s for s in trace if s.executor_id == executor]
         cols.append(
             column_html(
-                label, snaps, executor_id=executor, empty=not_run_card(trace, executor),
-                idle="restored" if executor in trace.restored else "not run",
+                label, snaps, trace, executor_id=executor,
                 max_messages=limits["max_messages"], max_chars=limits["max_chars"], max_cards=limits["max_cards"],
             )
         )  # fmt: skip

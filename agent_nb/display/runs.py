@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..trace import Trace
     from ..workflow.result import RunResult
 
-__all__ = ["labelled_runs", "run_labels"]
+__all__ = ["as_runs", "labelled_runs", "run_labels"]
 
 _ROUTE, _INPUT = "\0route", "\0input"  # keys no executor id can be
 
@@ -30,8 +30,8 @@ def _features(trace: Trace) -> dict[str, str]:
     found: dict[str, str] = {}
     routes: dict[str, None] = {}
     for s in trace:
-        if s.context_mode:
-            found[s.executor_id] = f"custom({s.context_filter})" if s.context_filter else s.context_mode
+        if s.mode:
+            found[s.executor_id] = s.mode
         if s.response is not None and s.response.route:
             routes[s.response.route] = None
     if routes:
@@ -77,6 +77,17 @@ def run_labels(traces: Sequence[Trace]) -> list[str]:
     return [f"{label} (run {i + 1})" if seen[label] > 1 else label for i, label in enumerate(labels)]
 
 
+def as_runs(results: RunResult | Sequence[RunResult] | Mapping[str, RunResult]) -> list[RunResult]:
+    """One run, a list of them, or a mapping's runs, as a list (never empty)."""
+    if isinstance(results, Mapping):
+        runs = list(results.values())
+    else:
+        runs = list(results) if isinstance(results, Sequence) else [results]
+    if not runs:
+        raise ValueError("no runs to show: give a RunResult, a list of them, or a mapping of label to RunResult")
+    return runs
+
+
 def labelled_runs(
     results: RunResult | Sequence[RunResult] | Mapping[str, RunResult], labels: Sequence[str] | None = None
 ) -> tuple[list[RunResult], list[str]]:
@@ -84,11 +95,8 @@ def labelled_runs(
     if isinstance(results, Mapping):
         if labels is not None:
             raise ValueError("give the labels as the mapping's keys or as labels=..., not both")
-        labels, runs = [str(k) for k in results], list(results.values())
-    else:
-        runs = list(results) if isinstance(results, Sequence) else [results]
-    if not runs:
-        raise ValueError("no runs to show: give a RunResult, a list of them, or a mapping of label to RunResult")
+        labels = [str(k) for k in results]
+    runs = as_runs(results)
     if labels is None:
         return runs, run_labels([r.trace for r in runs])
     labels = [str(label) for label in labels]

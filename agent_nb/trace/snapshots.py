@@ -79,6 +79,13 @@ class ContextSnapshot(Displayable):
     """What went less well than asked, said as it happened (each also a ``warning`` event of the run)."""
 
     @property
+    def mode(self) -> str | None:
+        """The context mode as a label: ``full``, ``last_agent``, ``custom(<filter>)``; ``None`` for other executors."""
+        if not self.context_mode:
+            return None
+        return f"custom({self.context_filter})" if self.context_filter else self.context_mode
+
+    @property
     def status(self) -> str:
         """What the invocation came to: ``failed``, ``waiting``, ``warned``, ``answered``, ``cached`` or ``ran``.
 

@@ -23,6 +23,7 @@ from typing import Any, Literal, Union
 
 from ..agents import SupportsAgentRun
 from ..agents.requests import recording
+from ..agents.turn import unanswered_calls
 from ..conversation import EMPTY, Conversation
 from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..messages import (
@@ -469,10 +470,11 @@ class AgentExecutor(Executor):
                 ctx.record_context(model_requests=tuple(sent))
         ctx.record_context(response=response)
         requests, calls = self._asks(response)
-        stray = _unrun_calls(response) if not (requests or calls) else []  # waiting ones are requests
+        stray = [] if requests or calls else unanswered_calls(response.messages, everywhere=True)  # else: asked
         if stray:
+            tools = ", ".join(repr(name) for name in dict.fromkeys(c.name for c in stray))
             ctx.warn(
-                f"executor {self.id!r}: the model called {', '.join(map(repr, stray))}, which agent "
+                f"executor {self.id!r}: the model called {tools}, which agent "
                 f"{self.agent.name!r} does not have; the calls were not run and its answer has no text for them. "
                 "Give the agent those tools (ChatAgent(tools=[...])), tell the model not to call them, or set "
                 "AgentExecutorOptions(intercept_unterminated_function_calls=True) to send them to another executor"
@@ -496,13 +498,7 @@ class AgentExecutor(Executor):
         calls: list[FunctionCallContent] = []
         if self.options.intercept_unterminated_function_calls:
             asked = {c.function_call.call_id for c in requests if c.function_call is not None}
-            answered = {c.call_id for m in response.messages for c in m.contents if c.type == "function_result"}
-            calls = [
-                c
-                for m in response.messages
-                for c in m.contents
-                if isinstance(c, FunctionCallContent) and c.call_id not in answered and c.call_id not in asked
-            ]
+            calls = [c for c in unanswered_calls(response.messages, everywhere=True) if c.call_id not in asked]
         return requests, calls
 
     async def _pause(
@@ -597,16 +593,3 @@ def _without(messages: Iterable[Message], removed: Iterable[Message]) -> list[Me
     """``messages`` minus the ``removed`` objects (by identity: equal messages may be distinct turns)."""
     gone = {id(m) for m in removed}
     return [m for m in messages if id(m) not in gone]
-
-
-def _unrun_calls(response: AgentResponse) -> list[str]:
-    """The tools an answer calls that nothing ran (an agent without them hands the calls back as its answer)."""
-    answered = {c.call_id for m in response.messages for c in m.contents if c.type == "function_result"}
-    return list(
-        dict.fromkeys(
-            c.name
-            for m in response.messages
-            for c in m.contents
-            if isinstance(c, FunctionCallContent) and c.call_id not in answered
-        )
-    )

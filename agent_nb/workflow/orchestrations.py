@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Literal, Union
 
@@ -123,5 +124,8 @@ def _takes_a_conversation(node: Executor) -> bool:
 
 
 def _free_id(wanted: str, nodes: Sequence[Executor]) -> str:
+    """``wanted``, or ``wanted2``, ``wanted3``… if a participant has that id already."""
     taken = {n.id for n in nodes}
-    return next(f"{wanted}{i or ''}" for i in range(len(nodes) + 1) if f"{wanted}{i or ''}" not in taken)
+    if wanted not in taken:
+        return wanted
+    return next(f"{wanted}{i}" for i in itertools.count(2) if f"{wanted}{i}" not in taken)
