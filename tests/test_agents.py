@@ -63,13 +63,14 @@ async def test_a_model_that_calls_a_tool_its_agent_lacks_warns_in_the_events_the
     wf = WorkflowBuilder(start_executor=travel).build()
     result = await wf.run("Fly me to Oslo")
     (warning,) = [e.message for e in result.events if e.type == "warning"]
-    assert "executor 'travel': the model called 'book_flight', which agent 'travel' does not have" in warning
+    assert "executor 'travel': the model called 'book_flight', but agent 'travel' has no tools" in warning
     assert "ChatAgent(tools=[...])" in warning  # and what to do
     snapshot = result.trace.last("travel")
     assert snapshot.status == "warned" and snapshot.warnings == (warning,)
     assert f"warning   {warning[:40]}" in str(result.trace) and "· warned" in str(result.trace)
     assert graph_of(wf, result.trace).node("travel").status == "warned"
     html = run_view(result)
-    assert '<span class="status warned">warned</span>' in html and "which agent &#x27;travel&#x27; does not" in html
+    assert '<span class="status warned">warned</span>' in html and "agent &#x27;travel&#x27; has no tools" in html
+    assert html.count("has no tools") == 1 and str(result.trace).count("has no tools") == 1  # said once, warned
     assert load_trace(dump_trace(result.trace)).last("travel").warnings == (warning,)  # stored with the cell
     assert result.trace.to_dict()["snapshots"][0]["warnings"] == [warning]

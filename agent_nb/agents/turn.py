@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..tools import FunctionTool
     from .agent import ChatAgent
 
-__all__ = ["Turn", "unanswered_calls"]
+__all__ = ["Turn", "stray_note", "unanswered_calls"]
 
 
 class Turn:
@@ -201,10 +201,7 @@ class Turn:
         if not self.agent.tools:
             stray = [c.name for m in messages for c in _calls(m)]
             if stray:
-                self.notes.append(
-                    f"the model called {', '.join(map(repr, stray))}, but agent {self.agent.name!r} has no tools: "
-                    "the calls were not run and come back as the answer (the next turn tells the model so)"
-                )
+                self.notes.append(stray_note(stray, self.agent.name))
             return []  # no tools of its own: calls go back to the caller as the answer
         return unanswered_calls(self.produced, everywhere=True)
 
@@ -431,6 +428,14 @@ async def _within(call: Awaitable[Any], seconds: float | None) -> Any:
         await asyncio.gather(task, return_exceptions=True)  # its cancellation runs to the end first
         return _TIMED_OUT
     return task.result()
+
+
+def stray_note(names: Sequence[str], agent: str) -> str:
+    """What an agent without tools notes when its model calls some anyway."""
+    return (
+        f"the model called {', '.join(map(repr, names))}, but agent {agent!r} has no tools: "
+        "the calls were not run and come back as the answer (the next turn tells the model so)"
+    )
 
 
 def unanswered_calls(messages: Sequence[Message], *, everywhere: bool = False) -> list[FunctionCallContent]:

@@ -10,6 +10,7 @@ estimated token count of what the executor's model last received.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..messages import Message, estimate_tokens
 from ..trace import ContextSnapshot, Trace
@@ -96,7 +97,7 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         answered_by += [s.response.model] if s.response.model else []
         note = " · " + escape(" · ".join(answered_by)) if answered_by else ""
         out.append(f'<div class="label">answered{note}</div>')
-        notes = [n for n in s.response.repairs if n not in fixes]
+        notes = [n for n in s.response.repairs if n not in fixes and not any(n in w for w in s.warnings)]
         if notes:
             out.append(f'<div class="meta">noted: {escape("; ".join(notes))}</div>')
         out.append(_messages(s.response.messages, max_messages, max_chars))
@@ -104,9 +105,7 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         out.append(f'<div class="label">wrote to the chat ({len(s.wrote)})</div>')
         out.append(_messages(s.wrote, max_messages, max_chars))
     if s.state:
-        rows = "".join(
-            f"<dt>{escape(k)}</dt><dd>{escape(describe_state(v, max_chars))}</dd>" for k, v in s.state.items()
-        )
+        rows = "".join(f"<dt>{escape(k)}</dt>{_state_value(v, max_messages, max_chars)}" for k, v in s.state.items())
         out.append(f'<div class="label">state</div><dl class="kv">{rows}</dl>')
     for sent in s.sent:
         to = ", ".join(sent.targets) or "nobody"
@@ -117,6 +116,16 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
         out.append(f'<div class="label">error</div><div class="error">{escape(s.error)}</div>')
     out.append("</div>")
     return "".join(out)
+
+
+def _state_value(value: Any, max_items: int, max_chars: int) -> str:
+    """A state entry: a list of several things one per line (components, plan, steps), anything else in one."""
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        return f"<dd>{escape(describe_state(value, max_chars))}</dd>"
+    lines = [f"<dd>{escape(describe_state(v, max_chars))}</dd>" for v in value[:max_items]]
+    if len(value) > max_items:
+        lines.append(f"<dd>… {len(value) - max_items} more</dd>")
+    return "".join(lines)
 
 
 def column_html(

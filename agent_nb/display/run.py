@@ -159,8 +159,13 @@ def runs_html(
     return container(head + "".join(blocks), theme)
 
 
+_SHARED = ("max_messages", "max_chars", "max_cards", "graph", "compact")
+"""The options every view of several runs takes, with ``run_view``'s defaults."""
+
+
 def _limits(options: Mapping[str, Any]) -> dict[str, Any]:
-    known = {"max_messages": 40, "max_chars": 400, "max_cards": 20, "graph": True, "compact": False}
+    defaults = run_view.__kwdefaults__ or {}
+    known = {name: defaults[name] for name in _SHARED}
     unknown = set(options) - set(known)
     if unknown:
         raise TypeError(f"unknown run view option(s): {', '.join(sorted(unknown))} (options: {', '.join(known)})")

@@ -1,7 +1,7 @@
 """What moves between the parts of a harness: the user's input, a call to a component, its result.
 
-They are frozen and small: a call carries the caller's conversation as the same tuple of
-messages the caller holds, never a copy.
+They are frozen and small: a call carries the caller's conversation and context as the same
+tuples of messages the caller holds, never copies.
 """
 
 from __future__ import annotations
@@ -60,9 +60,10 @@ class ComponentCall:
     """An orchestrator (or a topic, for its generative-answers node) calls a component.
 
     ``inputs`` are the explicit inputs the caller filled from its own active context;
-    ``conversation`` is the caller's conversation, which only some components take in
-    (knowledge and sub-agents do, a tool never does). ``reply`` resumes a component that
-    waits on the user.
+    ``conversation`` is the caller's conversation, which sub-agents take in (a tool never
+    does); ``context`` is the caller's whole active context (its calls, results and notes
+    too), which knowledge and generative answers take in. Both are the caller's own
+    tuples, never copies. ``reply`` resumes a component that waits on the user.
     """
 
     caller: str
@@ -73,6 +74,7 @@ class ComponentCall:
     inputs: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     conversation: tuple[Message, ...] = ()
     reply: Message | None = None
+    context: tuple[Message, ...] = ()
 
     def describe(self) -> str:
         if self.reply is not None:

@@ -24,7 +24,7 @@ from .calls import ComponentCall, ComponentResult
 from .matching import best_passage, content_words
 from .state import Desk
 
-__all__ = ["Component", "Input", "Knowledge", "Tool"]
+__all__ = ["Component", "Description", "Input", "Knowledge", "Tool"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,11 @@ class Input:
     """The values it can take; a deterministic planner looks for one of them in its context."""
     required: bool = True
 
+    def __str__(self) -> str:
+        about = f" — {self.description}" if self.description else ""
+        choices = f" [{'|'.join(self.choices)}]" if self.choices else ""
+        return f"{self.name}{about}{choices}{'' if self.required else ' (optional)'}"
+
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "string"}
         if self.description:
@@ -46,7 +51,25 @@ class Input:
         return out
 
 
-def _outputs(outputs: Mapping[str, str] | Iterable[str]) -> Mapping[str, str]:
+@dataclass(frozen=True, slots=True)
+class Description:
+    """A component as its orchestrator plans with it: what it is for, its inputs and its outputs, in one line.
+
+    ``who_has`` reads its words but not the choices an input offers: a value that may be
+    chosen is not a fact of the run, as a card's buttons are not a click.
+    """
+
+    line: str
+    words: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return self.line
+
+    def texts(self) -> tuple[str, ...]:
+        return self.words
+
+
+def output_descriptions(outputs: Mapping[str, str] | Iterable[str]) -> Mapping[str, str]:
     pairs = outputs.items() if isinstance(outputs, Mapping) else ((name, "") for name in outputs)
     return MappingProxyType(dict(pairs))
 
@@ -77,7 +100,7 @@ class Component(Executor):
         super().__init__(id)
         self.description = description
         self.inputs: tuple[Input, ...] = tuple(i if isinstance(i, Input) else Input(i) for i in inputs)
-        self.outputs: Mapping[str, str] = _outputs(outputs)
+        self.outputs: Mapping[str, str] = output_descriptions(outputs)
 
     def parts(self) -> tuple[Executor, ...]:
         """The executors this component calls itself (wired into the harness's graph)."""
@@ -86,6 +109,18 @@ class Component(Executor):
     def keywords(self) -> frozenset[str]:
         """The words a deterministic planner matches a request against: id and description."""
         return content_words(f"{self.id.replace('_', ' ')} {self.description}")
+
+    def described(self) -> Description:
+        """What its orchestrator plans with: its description, its inputs' and its outputs' descriptions."""
+        inputs = "; ".join(map(str, self.inputs)) or "none"
+        outputs = "; ".join(f"{k} — {v}" if v else k for k, v in self.outputs.items()) or "none declared"
+        line = f"{self.id}: {self.description} ({self.kind}; inputs: {inputs}; outputs: {outputs})"
+        words = (
+            self.description,
+            *(t for i in self.inputs for t in (i.name, i.description)),
+            *(t for pair in self.outputs.items() for t in pair),
+        )
+        return Description(line, tuple(w for w in words if w))
 
     def schema(self) -> dict[str, Any]:
         """The component as a tool a model can call: name, description, inputs as parameters."""
@@ -180,7 +215,7 @@ class Knowledge(Component):
         return super().keywords() | content_words(" ".join(self.sources))  # its description and source titles
 
     async def answer(self, call: ComponentCall, desk: Desk) -> ComponentResult:
-        context = call.conversation
+        context = call.context or call.conversation  # its agent's whole active context, when the caller gave it
         if all(m.message_id != call.request.message_id for m in context):
             context = (*context, call.request)
         query = call.request.text

@@ -29,7 +29,7 @@ from ..messages import Message, estimate_tokens
 from ..trace.text import message_line
 from ..workflow import Executor, WorkflowContext, handler
 from .calls import ComponentCall, ComponentResult, UserInput, reply_text
-from .components import Component
+from .components import Component, output_descriptions
 from .matching import similar
 from .planners import Answer, Ask, Call, DeterministicPlanner, Finish, Planner, PlannerView, Step, is_tool_work
 from .state import SANDBOX, WAITING, Desk
@@ -66,6 +66,10 @@ class OrchestratorState:
     proposed: tuple[Message, ...] = ()
     plan: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Which request each of its own messages was for (message id → request id)."""
+    found: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """As a sub-agent: the values of its declared outputs its components returned during the call."""
+    reasoning: tuple[str, ...] = ()
+    """As a sub-agent: its planner's reasoning during the call."""
 
     def noting(self, request: str | None, *messages: Message) -> OrchestratorState:
         """The state with ``messages`` added to the context, as work on ``request``."""
@@ -73,6 +77,22 @@ class OrchestratorState:
         if request is not None:
             plan = MappingProxyType({**plan, **{m.message_id or "": request for m in messages}})
         return replace(self, context=(*self.context, *messages), plan=plan)
+
+
+RETURNED = MappingProxyType(
+    {
+        "response": "its answers during the call, joined",
+        "responded": "whether the user was answered during the call",
+    }
+)
+"""What every orchestrator called as an agent returns."""
+SHARED = MappingProxyType(
+    {
+        "plan": "each request in its context and where it stands",
+        "reasoning": "its planner's reasoning during the call",
+    }
+)
+"""What it returns besides, with ``returns_plan=True``."""
 
 
 class Orchestrator(Component):
@@ -84,6 +104,11 @@ class Orchestrator(Component):
         planner: how it decides; ``DeterministicPlanner()`` by default.
         instructions: what a model planner is told it is for.
         description: what a parent reads when this orchestrator is called as an agent.
+        outputs: called as an agent, what it returns beside ``response`` and ``responded``
+            (name → description): the latest value of each name its components return during
+            the call. An output no component returned is left out.
+        returns_plan: called as an agent, it also returns its ``plan`` (each request in its
+            context and where it stands) and its planner's ``reasoning``.
         max_steps: planning steps allowed per turn before the turn fails.
     """
 
@@ -98,9 +123,24 @@ class Orchestrator(Component):
         instructions: str = "",
         description: str = "",
         inputs: Iterable[Any] = (),
+        outputs: Mapping[str, str] | Iterable[str] = (),
+        returns_plan: bool = False,
         max_steps: int = 12,
     ) -> None:
-        super().__init__(id, description=description or instructions, inputs=inputs, outputs=("response", "responded"))
+        own = dict(output_descriptions(outputs))
+        taken = sorted(set(own) & {*RETURNED, *SHARED})
+        if taken:
+            raise ArgumentError(
+                f"{self.kind} {id!r}: {', '.join(map(repr, taken))} is returned by every agent (response, responded) "
+                "or with returns_plan=True (plan, reasoning); declare outputs of your own, named as its components "
+                "return them",
+                argument="outputs",
+            )
+        self.declared: tuple[str, ...] = tuple(own)
+        """Its own outputs: names its components return, passed on to its caller."""
+        self.returns_plan = returns_plan
+        every = {**RETURNED, **own, **(SHARED if returns_plan else {})}
+        super().__init__(id, description=description or instructions, inputs=inputs, outputs=every)
         self.components: tuple[Component, ...] = tuple(components)
         if not self.components:
             raise ArgumentError(f"orchestrator {id!r} needs at least one component to call", argument="components")
@@ -160,9 +200,7 @@ class Orchestrator(Component):
         if call.inputs:
             listed = ", ".join(f"{k}={v!r}" for k, v in call.inputs.items())
             incoming.append(Message("system", [f"inputs from {call.caller}: {listed}"], message_id=desk.new_id("n")))
-        st = replace(
-            st, context=(*st.context, *incoming), serving=call, said=(), responded=False, wrote=(), proposed=()
-        )
+        st = replace(st, context=(*st.context, *incoming), serving=call, **_CALL_STARTS)
         await self._plan(st, desk, ctx)
 
     @handler
@@ -188,7 +226,13 @@ class Orchestrator(Component):
                 )
             )
         request = st.plan.get(result.call_id)
-        st = replace(st, wrote=st.wrote + result.wrote, responded=st.responded or result.responded)
+        found = {k: v for k, v in result.outputs.items() if k in self.declared}
+        st = replace(
+            st,
+            wrote=st.wrote + result.wrote,
+            responded=st.responded or result.responded,
+            found=MappingProxyType({**st.found, **found}) if found else st.found,
+        )
         st = st.noting(request, *added)
         if desk.centralized and desk.setting("sandbox", True):
             self._keep_in_sandbox(desk, result)
@@ -231,6 +275,10 @@ class Orchestrator(Component):
             step = await self.planner.next_step(self._view(st, desk))
             steps.append(step)
             st = replace(st, steps=st.steps + 1)
+            reasoning = getattr(step, "reasoning", "")
+            if reasoning:  # the planner's reasoning stays in its context, as work on the request
+                note = Message("system", [f"reasoning: {reasoning}"], author_name=self.id, message_id=desk.new_id("p"))
+                st = replace(st, reasoning=(*st.reasoning, reasoning)).noting(getattr(step, "request", None), note)
             if isinstance(step, Call):
                 await self._call(st, desk, ctx, step, steps, dropped)
                 return
@@ -284,6 +332,7 @@ class Orchestrator(Component):
             request,
             MappingProxyType(dict(step.inputs)),
             conversation_of(st.context),
+            context=st.context,
         )
         st = replace(st, last_call=call).noting(step.request or request.message_id, note)
         self._save(desk, st, steps=steps, dropped=dropped)
@@ -320,19 +369,20 @@ class Orchestrator(Component):
     ) -> None:
         call = st.serving
         assert call is not None
+        outputs: dict[str, Any] = {"response": " ".join(st.said), "responded": st.responded, **st.found}
+        if self.returns_plan:
+            outputs.update(plan=self._view(st, desk).plan_state(), reasoning=st.reasoning)
         result = ComponentResult(
             self.id,
             call.caller,
             call.call_id,
             call.turn,
-            MappingProxyType({"response": " ".join(st.said), "responded": st.responded}),
+            MappingProxyType(outputs),
             proposed=st.proposed,
             waiting=waiting,
             wrote=st.wrote,
         )
-        desk.save(
-            replace(st, serving=call if waiting is not None else None, said=(), responded=False, wrote=(), proposed=())
-        )
+        desk.save(replace(st, serving=call if waiting is not None else None, **_CALL_STARTS))
         await ctx.send_message(result, target_id=call.caller)
 
     async def _hand_over(
@@ -340,10 +390,11 @@ class Orchestrator(Component):
     ) -> None:
         holder = st.holder
         assert holder is not None
-        call = replace(holder, reply=reply, conversation=conversation_of(st.context), turn=desk.turn)
+        call = replace(
+            holder, reply=reply, conversation=conversation_of(st.context), context=st.context, turn=desk.turn
+        )
         st = replace(st, holder=None, last_call=holder)
-        desk.save(st)
-        desk.record(given=st.context, state={"step": f"handed the user's reply to {holder.component}"})
+        self._save(desk, st, f"handed the user's reply to {holder.component}")
         await ctx.send_message(call, target_id=holder.component)
 
     # -- centralised: compaction and the sandbox ------------------------------------------
@@ -414,8 +465,15 @@ class Orchestrator(Component):
         dropped: tuple[Message, ...],
         note: str = "",
     ) -> None:
-        """The snapshot: its context as the invocation left it, its components, the steps it took."""
-        state: dict[str, Any] = {"components": tuple(f"{c.id}: {c.description}" for c in self.components)}
+        """The snapshot: its context as the invocation left it, what it plans with, the steps it took.
+
+        What it plans with is part of its active context: each component with its inputs' and
+        outputs' descriptions, and the plan state (each request and where it stands).
+        """
+        state: dict[str, Any] = {
+            "components": tuple(c.described() for c in self.components),
+            "plan": self._view(st, desk).plan_state(),
+        }
         if steps:
             state["steps"] = tuple(steps)
         if note:
@@ -444,6 +502,12 @@ class Orchestrator(Component):
         if st.serving is not None:
             return st.serving.request
         raise ValueError(f"orchestrator {self.id!r} planned a call, but its context holds no request")
+
+
+_CALL_STARTS: Mapping[str, Any] = MappingProxyType(
+    {"said": (), "responded": False, "wrote": (), "proposed": (), "found": MappingProxyType({}), "reasoning": ()}
+)
+"""What a sub-agent's state holds for one call only: emptied when a call starts and when it returns."""
 
 
 def _as_reply(prompt: Message | None, fallback_id: str, message: Message) -> Message:

@@ -1,9 +1,9 @@
 """Planners: how an orchestrator decides its next step from its own active context.
 
 A planner sees exactly what the orchestrator has — its context, its components'
-descriptions, inputs and outputs — and nothing a component only showed the user. Two
-ship: ``DeterministicPlanner`` (offline, reproducible) and ``ModelPlanner`` (any chat
-client, the routing client included).
+descriptions, inputs and outputs, its plan state — and nothing a component only showed
+the user. Two ship: ``DeterministicPlanner`` (offline, reproducible) and ``ModelPlanner``
+(any chat client, the routing client included).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 from ..agents.requests import ModelRequest, recorder, safe_options
-from ..contents import TextContent
+from ..contents import TextContent, shorten
 from ..messages import Message
 from ..trace.who_has import strings_of
 from .calls import REPLY
@@ -39,7 +39,8 @@ __all__ = [
 ]
 
 NO_ANSWER = "Sorry, I could not find an answer to that."
-_STATUS = frozenset({"responded"})
+_NOT_SAID = frozenset({"responded", "plan", "reasoning"})
+"""Outputs that say how a call went, not what to tell the user."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,8 @@ class Call:
     request: str | None = None
     call_id: str | None = None
     """The model's id for the call, when a model planned it."""
+    reasoning: str = ""
+    """Why, in the planner's words; the orchestrator keeps it in its context."""
 
     def __str__(self) -> str:
         inputs = ", ".join(f"{k}={v!r}" for k, v in self.inputs.items())
@@ -63,6 +66,7 @@ class Answer:
 
     text: str
     request: str | None = None
+    reasoning: str = ""
 
     def __str__(self) -> str:
         return f"answer {self.request}: {self.text!r}"
@@ -77,6 +81,7 @@ class Ask:
     request: str | None = None
     component: str = ""
     input: str = ""
+    reasoning: str = ""
 
     def __str__(self) -> str:
         return f"ask for {self.component}.{self.input}: {self.text!r}"
@@ -113,6 +118,27 @@ class PlannerView:
 
     def component(self, name: str) -> Component | None:
         return next((c for c in self.components if c.id == name), None)
+
+    def plan_state(self) -> tuple[str, ...]:
+        """Each request in its context and where it stands: what was called for it, what came back, answered or open.
+
+        A request is answered when an orchestrator that talks to the user answered it, or a
+        result says ``responded`` (implicit text never counts: it does not say the user saw it).
+        """
+        lines = []
+        for request, after in _segments(self.context, self.plan):
+            returned = {c.call_id: c.result for m in after for c in m.contents if c.type == "function_result"}
+            work = []
+            for c in (c for m in after for c in m.contents if c.type == "function_call"):
+                back = returned.get(c.call_id)
+                if back is None:
+                    work.append(f"called {c.name}, nothing back yet")
+                else:
+                    names = ", ".join(back) if isinstance(back, Mapping) and back else "nothing"
+                    work.append(f"called {c.name} → {names}")
+            status = "answered" if _answered(after, self.speakers) else "open"
+            lines.append(" · ".join([f"{shorten(repr(request.text), 60)} ({request.message_id}): {status}", *work]))
+        return tuple(lines)
 
 
 @runtime_checkable
@@ -174,7 +200,13 @@ class DeterministicPlanner:
 
     A sub-agent only takes up requests of its caller's conversation that one of its
     components matches; its own task it always answers.
+
+    ``explain=True`` gives each step its reasoning (which words matched, where an input
+    came from, what is missing), which the orchestrator keeps in its context.
     """
+
+    def __init__(self, *, explain: bool = False) -> None:
+        self.explain = explain
 
     async def next_step(self, view: PlannerView) -> Step:
         task_id = view.task.message_id if view.task is not None else None
@@ -186,20 +218,29 @@ class DeterministicPlanner:
             mine = view.task is None or request.message_id == task_id
             if not ranked and not mine:
                 continue  # a request of the parent's conversation this agent cannot help with
-            if _compose(after):  # what came back is enough to answer with
-                return Answer(_compose(after), request.message_id)
+            composed = _compose(after)
+            if composed:  # what came back is enough to answer with
+                return Answer(composed, request.message_id, self._why("what came back for it answers it"))
             for component in ranked:
                 if component.id in called:
                     continue
                 inputs, missing = _fill(component, request, view)
+                shared = ", ".join(sorted(content_words(request.text) & component.keywords()))
                 if missing is None:
-                    return Call(component.id, MappingProxyType(inputs), request.message_id)
+                    filled = "; inputs from my context: " + ", ".join(inputs) if inputs else ""
+                    why = self._why(f"{component.id} matches the request on {shared}{filled}")
+                    return Call(component.id, MappingProxyType(inputs), request.message_id, reasoning=why)
                 prompt = missing.description or f"What is the {missing.name.replace('_', ' ')}?"
+                why = self._why(f"{component.id} matches on {shared} but needs {missing.name}, and my context lacks it")
                 if view.task is not None:
-                    return Answer(f"I need to know this first: {prompt}", request.message_id)
-                return Ask(prompt, missing.choices, request.message_id, component.id, missing.name)
-            return Answer(_compose(after) or NO_ANSWER, request.message_id)
+                    return Answer(f"I need to know this first: {prompt}", request.message_id, why)
+                return Ask(prompt, missing.choices, request.message_id, component.id, missing.name, why)
+            why = "every component that matches was tried" if ranked else "no component matches the request"
+            return Answer(NO_ANSWER, request.message_id, self._why(why))
         return Finish("every request in its context is answered")
+
+    def _why(self, text: str) -> str:
+        return text if self.explain else ""
 
 
 def _answered(after: Sequence[Message], speakers: frozenset[str]) -> bool:
@@ -255,7 +296,7 @@ def _compose(after: Sequence[Message]) -> str:
             if "error" in r:
                 parts.append(f"Sorry, that did not work: {r['error']}")
             else:
-                parts.extend(str(v) for k, v in r.items() if k not in _STATUS and isinstance(v, (str, int, float)))
+                parts.extend(str(v) for k, v in r.items() if k not in _NOT_SAID and isinstance(v, (str, int, float)))
     if parts:
         return " ".join(parts)
     implicit = [m.text for m in after if m.role == "assistant" and m.text and not is_tool_work(m)]
@@ -285,7 +326,10 @@ class ModelPlanner:
     """Plans with a model: each component is offered as a tool; a tool call is a call, text an answer.
 
     ``client`` is any chat client (``RoutingChatClient`` included; pass ``session=`` for
-    its route). The model sees the orchestrator's context and nothing else.
+    its route). The model sees the orchestrator's context and nothing else: its prompt
+    lists each component with its inputs' and outputs' descriptions, then the plan state
+    (each request, what was called for it, answered or open). Text the model writes beside
+    a tool call is the step's reasoning.
     """
 
     def __init__(
@@ -306,11 +350,11 @@ class ModelPlanner:
             self.instructions or view.instructions or "You coordinate the components below for the user.",
             "Call a component when it can handle the user's request; otherwise answer the user yourself.",
             "Components:",
+            *(f"- {c.described()}" for c in view.components),
         ]
-        for c in view.components:
-            inputs = ", ".join(i.name for i in c.inputs)
-            outputs = ", ".join(c.outputs)
-            lines.append(f"- {c.id}: {c.description} (inputs: {inputs or 'none'}; outputs: {outputs or 'none'})")
+        plan = view.plan_state()
+        if plan:
+            lines += ["The requests so far and where they stand:", *(f"- {line}" for line in plan)]
         return "\n".join(lines)
 
     def _request(
@@ -356,7 +400,8 @@ class ModelPlanner:
                 arguments = json.loads(call.arguments or "{}") if isinstance(call.arguments, str) else call.arguments
             except json.JSONDecodeError:
                 return Finish(f"the model called {call.name!r} with arguments that are not JSON")
-            return Call(call.name, MappingProxyType(dict(arguments or {})), request, call.call_id)
+            reasoning = response.text  # what the model said beside its call
+            return Call(call.name, MappingProxyType(dict(arguments or {})), request, call.call_id, reasoning)
         if response.text:
             return Answer(response.text, request)
         return Finish("the model said nothing")

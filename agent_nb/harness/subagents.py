@@ -1,6 +1,8 @@
 """Sub-agents: orchestrators that another orchestrator calls as a component.
 
-Each has its own orchestration context, instructions, planner and components. What
+Each has its own orchestration context, instructions, planner and components, and returns
+``response``, ``responded`` and the ``outputs`` it declares (values its components
+returned during the call); with ``returns_plan=True`` its plan and reasoning too. What
 differs is the parent's conversation: a **child agent always** receives it — there is
 no setting to leave it out — and a **connected agent** has ``include_parent_context``.
 A parent conversation that still holds a request that looks unanswered makes the
@@ -18,7 +20,7 @@ from .orchestrator import Orchestrator
 
 __all__ = ["ChildAgent", "ConnectedAgent"]
 
-_OPTIONS = ("planner", "instructions", "inputs", "max_steps")
+_OPTIONS = ("planner", "instructions", "inputs", "outputs", "returns_plan", "max_steps")
 """What a sub-agent passes on to its orchestrator."""
 
 

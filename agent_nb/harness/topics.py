@@ -126,7 +126,7 @@ class GenerativeAnswers(Component):
 
     async def answer(self, call: ComponentCall, desk: Desk) -> ComponentResult:
         query = str(call.inputs.get("input", call.request.text))
-        context = call.conversation
+        context = call.context or call.conversation  # its agent's whole active context, as its topic was given it
         found = best_passage(query, dict(self.sources))
         text = found[1] if found else "I could not find that in my sources."
         proposed: tuple[Message, ...] = ()
@@ -238,6 +238,7 @@ class Topic(Component):
             typed = () if click_of(call.reply) is not None else (REPLY + value,)  # a click never reaches context
             run = replace(
                 run,
+                call=replace(run.call, conversation=call.conversation, context=call.context),  # as they are now
                 position=run.position + 1,
                 variables=MappingProxyType({**run.variables, node.variable: value}),
                 implicit=run.implicit + typed,
@@ -329,6 +330,7 @@ class Topic(Component):
                     call.request,
                     MappingProxyType({"input": query}),
                     call.conversation,
+                    context=call.context,
                 )
                 self._record(desk, keep(i), f"node {i + 1}: asking {node.id}")
                 desk.save(keep(i))

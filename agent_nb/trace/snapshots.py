@@ -189,7 +189,9 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
                 f"no executor {executor_id!r} in this trace (executors: {', '.join(self.executor_ids)})"
                 + did_you_mean(executor_id, self.executor_ids)
             )
-        return Trace([s for s in self._snapshots if s.executor_id == executor_id], (executor_id,))
+        restored = (executor_id,) if executor_id in self.restored else ()
+        snaps = [s for s in self._snapshots if s.executor_id == executor_id]
+        return Trace(snaps, (executor_id,), restored_from=self.restored_from, restored=restored)
 
     def last(self, executor_id: str) -> ContextSnapshot:
         """The most recent snapshot of an executor that ran."""

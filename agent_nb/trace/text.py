@@ -263,7 +263,7 @@ class _Report:
             self.add(lines, "cached", _count(len(s.kept)))
         if s.response is not None:
             self.add(lines, "answered", s.response.text, counted=True)
-            notes = [n for n in s.response.repairs if n not in fixes]
+            notes = [n for n in s.response.repairs if n not in fixes and not any(n in w for w in s.warnings)]
             if notes:
                 self.add(lines, "noted", "; ".join(notes))
         if s.wrote:
@@ -349,9 +349,17 @@ def trace_text(
     report = _Report(width, timings, max_messages, max_chars)
     if trace.restored_from is None:
         return _body(trace, report, max_bytes)
-    first = restored_line(trace)
-    rest = None if max_bytes is None else max(MIN_BYTES, max_bytes - _bytes(first) - 1)
+    first, rest = restored_line(trace), None
+    if max_bytes is not None:  # the line takes at most a quarter of the bound; the report the rest
+        first = _within(first, max_bytes // 4)
+        rest = max_bytes - _bytes(first) - 1
     return f"{first}\n{_body(trace, report, rest)}" if len(trace) else first
+
+
+def _within(text: str, size: int) -> str:
+    """``text`` in at most ``size`` UTF-8 bytes, ending with ``…`` when cut."""
+    data = text.encode()
+    return text if len(data) <= size else data[: size - 3].decode("utf-8", "ignore") + "…"
 
 
 def restored_line(trace: Trace) -> str:

@@ -23,7 +23,7 @@ from typing import Any, Literal, Union
 
 from ..agents import SupportsAgentRun
 from ..agents.requests import recording
-from ..agents.turn import unanswered_calls
+from ..agents.turn import stray_note, unanswered_calls
 from ..conversation import EMPTY, Conversation
 from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..messages import (
@@ -472,12 +472,17 @@ class AgentExecutor(Executor):
         requests, calls = self._asks(response)
         stray = [] if requests or calls else unanswered_calls(response.messages, everywhere=True)  # else: asked
         if stray:
-            tools = ", ".join(repr(name) for name in dict.fromkeys(c.name for c in stray))
-            ctx.warn(
-                f"executor {self.id!r}: the model called {tools}, which agent "
-                f"{self.agent.name!r} does not have; the calls were not run and its answer has no text for them. "
-                "Give the agent those tools (ChatAgent(tools=[...])), tell the model not to call them, or set "
-                "AgentExecutorOptions(intercept_unterminated_function_calls=True) to send them to another executor"
+            noted = stray_note([c.name for c in stray], self.agent.name or "")
+            if noted not in response.repairs:  # an agent of another kind, which notes nothing: say it here
+                tools = ", ".join(repr(name) for name in dict.fromkeys(c.name for c in stray))
+                noted = (
+                    f"the model called {tools}, which agent {self.agent.name!r} does not have; the calls were not "
+                    "run and its answer has no text for them"
+                )
+            ctx.warn(  # the views show the agent's note once, inside this warning
+                f"executor {self.id!r}: {noted}. Give the agent those tools (ChatAgent(tools=[...])), tell the "
+                "model not to call them, or set AgentExecutorOptions(intercept_unterminated_function_calls=True) "
+                "to send them to another executor"
             )
         emit = self.options.emit_response_events
         if (emit or (emit is None and not streams)) and not (requests or calls):

@@ -383,6 +383,9 @@ def test_the_bound_is_kept_for_any_limits_and_a_report_that_fits_is_whole():
     messages = [Message(rng.choice(["user", "assistant"]), rng.choice(texts)) for _ in range(150)]
     for _ in range(150):
         trace = random_trace(rng, supersteps=30, messages=messages)
+        if rng.random() < 0.3:  # resumed from a checkpoint: its first line says so, within the bound too
+            restored = tuple(f"restored_executor_{k:03d}_🙂" for k in range(rng.choice([1, 5, 80])))
+            trace = Trace(list(trace), trace.executor_ids, restored_from="ckpt-" + "9" * 40, restored=restored)
         limits = {"max_messages": rng.choice([1, 5, 40]), "max_chars": rng.choice([1, 50, 400])}
         max_bytes = rng.choice([1_000, 5_000, 20_000, 99_000])
         folded = trace_text(trace, **limits, max_bytes=max_bytes)

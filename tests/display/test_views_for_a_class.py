@@ -180,6 +180,9 @@ async def test_executors_put_back_from_a_checkpoint_are_restored_not_not_run():
     again = load_trace(dump_trace(trace))
     assert (again.restored_from, again.restored) == (trace.restored_from, trace.restored)
     assert trace.to_dict()["restored"] == ["planner"]
+    planner, writer = trace.for_executor("planner"), trace.for_executor("writer")  # one column keeps it
+    assert (planner.restored_from, planner.restored) == (after_planner.id, ("planner",))
+    assert "restored from checkpoint" in planner._repr_html_() and writer.restored == ()
 
 
 async def test_mermaid_is_offered_to_the_front_end_and_stays_text():

@@ -132,11 +132,17 @@ def shown_by_others(h):
     return [m for m in h.transcript if m.role == "assistant" and m.author_name != h.orchestrator.id]
 
 
+def orchestrations(h):
+    """The snapshots of every orchestrator: the top one, child and connected agents."""
+    return [s for s in h.trace if s.kind in ("orchestrator", "child agent", "connected agent")]
+
+
 def only_in(mode, select):
     return lambda h: select(h) if h.mode == mode else []
 
 
 APPLIES = {  # rule -> (the runs it is checked on, what it reads in a run: empty where it does not apply)
+    "orchestrator": (on(*SCENARIOS), lambda h: orchestrations(h)),
     "tool": (
         on(TRAVEL, TRAVEL_OFF, TRAVEL_CHILD, TOUR) + on(RETURNS, modes=("centralized",)),
         lambda h: of_kind(h, "tool"),
@@ -167,6 +173,23 @@ def test_each_rule_runs_wherever_it_applies():
 # -- the rules ------------------------------------------------------------------------------
 
 
+@runs("orchestrator")
+def test_an_orchestrator_has_its_components_descriptions_their_inputs_and_outputs_and_its_plan_state(run):
+    for s in checked(orchestrations(run), "orchestrator invocation"):
+        components = run.workflow.get_executor(s.executor_id).components
+        lines = [str(line) for line in s.state["components"]]
+        assert len(lines) == len(components)
+        for line, c in zip(lines, components, strict=True):
+            assert line.startswith(f"{c.id}: {c.description}")
+            assert all(i.description in line for i in c.inputs)
+            assert all(f"{name} — {about}" in line for name, about in c.outputs.items() if about)
+        requests = [m for m in s.given if m.role == "user" and m.text]
+        plan = s.state["plan"]
+        assert all(f"({m.message_id}): " in line for m, line in zip(requests, plan, strict=True))
+        calls = [c for m in s.given for c in m.contents if c.type == "function_call"]
+        assert all(any(f"called {c.name}" in line for line in plan) for c in calls)
+
+
 @runs("tool")
 def test_a_tool_sees_only_its_inputs_never_writes_and_returns_only_outputs(run):
     for s in checked(of_kind(run, "tool"), "tool call"):
@@ -190,23 +213,29 @@ def test_a_topic_works_from_its_variables_and_node_and_returns_only_its_declared
 
 
 @runs("knowledge")
-def test_knowledge_answers_from_the_request_and_its_agents_conversation_and_never_writes(run):
+def test_knowledge_answers_from_the_request_and_its_agents_whole_active_context_and_never_writes(run):
     for s in checked(of_kind(run, "knowledge"), "knowledge call"):
         call = s.received
+        caller = [c for c in run.trace.for_executor(call.caller) if any(x.message is call for x in c.sent)]
         assert not s.wrote
         assert call.request.message_id in ids(s.given)
-        assert ids(call.conversation) <= ids(s.given)
-        assert all(m.role in ("user", "assistant") for m in s.given)  # the conversation: no calls, no results
+        assert ids(caller[-1].given) - {call.call_id} <= ids(s.given)  # all its agent had before this call
         (result,) = results(s)
         assert set(result.outputs) <= {"answer", "source"} and not result.proposed and not result.wrote
 
 
 @runs("generative answers")
-def test_a_generative_answers_node_has_its_input_plus_its_agents_conversation(run):
+def test_a_generative_answers_node_has_its_input_plus_its_agents_whole_active_context(run):
+    root = run.orchestrator.id
     for s in checked(of_kind(run, "generative answers"), "generative-answers call"):
         call = s.received
         node = run.workflow.get_executor(s.executor_id)
-        assert ids(call.conversation) <= ids(s.given)
+        topic_call = next(
+            c.received for c in run.trace.for_executor(call.caller) if any(x.message is call for x in c.sent)
+        )
+        caller = [c for c in run.trace.for_executor(root) if any(x.message is topic_call for x in c.sent)]
+        assert ids(caller[-1].given) - {topic_call.call_id} <= ids(s.given)  # what the topic's agent had
+        assert any(m.role == "tool" for m in s.given)  # the orchestrator's results among it
         assert s.given[-1].text == call.inputs["input"]
         (result,) = results(s)
         assert result.caller == call.caller and set(result.outputs) == {"answer"}  # to its topic only
@@ -243,7 +272,9 @@ def test_a_connected_agent_without_parent_context_has_only_its_request_of_the_pa
 def test_a_sub_agent_returns_its_response_and_whether_it_responded(run):
     answered_itself = []
     for result in checked(sub_agent_results(run), "result of a sub-agent"):
-        assert set(result.outputs) == {"response", "responded"} and not result.implicit
+        declared = run.workflow.get_executor(result.component).declared
+        assert {"response", "responded"} <= set(result.outputs) <= {"response", "responded", *declared}
+        assert not result.implicit
         if run.mode == "centralized":
             assert not result.wrote  # it proposes what it would say; the parent says it
             assert result.proposed or not result.outputs["response"]
