@@ -322,14 +322,25 @@ def _readable(m: Message) -> Message:
     return m.model_copy(update={"contents": tuple(contents)})
 
 
+def _for_the_model(c: Component) -> str:
+    """A component in a model planner's prompt: its description, its inputs' descriptions, its outputs' names.
+
+    Outputs go by name only: their descriptions (in the orchestrator's recorded context) made
+    a small local model answer in words instead of calling a tool.
+    """
+    inputs = "; ".join(map(str, c.inputs)) or "none"
+    outputs = ", ".join(c.outputs) or "none"
+    return f"{c.id}: {c.description} (inputs: {inputs}; outputs: {outputs})"
+
+
 class ModelPlanner:
     """Plans with a model: each component is offered as a tool; a tool call is a call, text an answer.
 
     ``client`` is any chat client (``RoutingChatClient`` included; pass ``session=`` for
     its route). The model sees the orchestrator's context and nothing else: its prompt
-    lists each component with its inputs' and outputs' descriptions, then the plan state
-    (each request, what was called for it, answered or open). Text the model writes beside
-    a tool call is the step's reasoning.
+    lists each component with its inputs' descriptions and its outputs, then, once there is
+    more than one open request, the plan state (each request, what was called for it,
+    answered or open). Text the model writes beside a tool call is the step's reasoning.
     """
 
     def __init__(
@@ -350,10 +361,10 @@ class ModelPlanner:
             self.instructions or view.instructions or "You coordinate the components below for the user.",
             "Call a component when it can handle the user's request; otherwise answer the user yourself.",
             "Components:",
-            *(f"- {c.described()}" for c in view.components),
+            *(f"- {_for_the_model(c)}" for c in view.components),
         ]
         plan = view.plan_state()
-        if plan:
+        if len(plan) > 1 or any(" · " in line for line in plan):  # news beyond the one open request
             lines += ["The requests so far and where they stand:", *(f"- {line}" for line in plan)]
         return "\n".join(lines)
 

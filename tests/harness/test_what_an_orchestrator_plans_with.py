@@ -118,7 +118,7 @@ async def test_a_model_planner_is_told_the_descriptions_and_the_plan_state():
     await h.send("Is flight AB123 on time?")
     await h.send("Book a flight to Oslo.")
     prompt = seen[2][0].text  # the first plan of the second turn
-    assert "- book_flight: Book a flight to a destination. (tool; inputs: destination — Where to fly to?" in prompt
+    assert "- book_flight: Book a flight to a destination. (inputs: destination — Where to fly to?" in prompt
     assert "The requests so far and where they stand:" in prompt
     assert "- 'Is flight AB123 on time?' (t1." in prompt and "called flight_status → status" in prompt
     assert "- 'Book a flight to Oslo.' (t2." in prompt and prompt.endswith(": open")
