@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -78,9 +79,51 @@ def test_messages_other_than_plain_text_read_back_whole() -> None:
 
 
 def test_a_trace_stored_in_another_format_is_refused_with_what_to_do() -> None:
-    text = dump_trace(chain("full").run_sync("hi").trace).replace('"v":2', '"v":1', 1)
-    with pytest.raises(UsageError, match=r"format 1 .* reads format 2; run the experiment again"):
+    text = dump_trace(chain("full").run_sync("hi").trace).replace('"v":3', '"v":1', 1)
+    with pytest.raises(UsageError, match=r"format 1 .* reads formats 2, 3; run the experiment again"):
         load_trace(text)
+
+
+def written_again() -> Trace:
+    """The run ``trace_format_2.json`` was written from (the writer has instructions)."""
+    client = MirrorChatClient(words=8)
+    executors = [
+        AgentExecutor(ChatAgent(client, name=n, instructions="Be brief." if n == "writer" else None))
+        for n in ("planner", "researcher", "writer")
+    ]
+    workflow = WorkflowBuilder(start_executor=executors[0]).add_chain(executors).build()
+    return workflow.run_sync("Plan a rainy Sunday in Lisbon").trace
+
+
+def test_a_trace_stored_in_format_2_still_reads_back_with_what_each_model_received() -> None:
+    stored = load_trace((Path(__file__).parent / "trace_format_2.json").read_text())
+    trace = written_again()
+    assert str(stored) == str(trace)
+    assert [s.model_requests for s in stored] == [s.model_requests for s in trace]
+    assert stored.last("writer").model_input.messages[0].text == "Be brief."
+
+
+def test_what_each_model_received_reads_back_the_same_in_the_common_case_and_the_others() -> None:
+    trace = written_again()  # the planner's request is what its executor gave; the writer's adds instructions
+    data = json.loads(dump_trace(trace))
+    planner, writer = data["snapshots"][0][-2][0], data["snapshots"][2][-2][0]
+    assert planner == ["planner", 0, [0, 0, 1], "mirror"]  # the common request: four values
+    assert len(writer) == 10 and writer[1] != 0
+    again = load_trace(dump_trace(trace))
+    assert [s.model_requests for s in again] == [s.model_requests for s in trace]
+    assert again.last("planner").model_input.messages is again.last("planner").given  # one tuple, as written
+
+
+def test_a_request_of_what_the_executor_gave_keeps_its_tools_and_options() -> None:
+    def weather(city: str) -> str:
+        return "rain"
+
+    agent = ChatAgent(MirrorChatClient(), name="planner", tools=[weather], options={"temperature": 0})
+    trace = WorkflowBuilder(start_executor=AgentExecutor(agent)).build().run_sync("Plan a rainy Sunday").trace
+    (request,) = trace.last("planner").model_requests
+    assert request.messages == trace.last("planner").given and request.tools == ("weather",)
+    (again,) = load_trace(dump_trace(trace)).last("planner").model_requests
+    assert again == request and dict(again.options) == {"temperature": 0}
 
 
 def test_a_workflow_is_pickled_between_runs_and_runs_the_same_after() -> None:

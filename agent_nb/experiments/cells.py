@@ -7,7 +7,7 @@ and texts, never 10,000 traces.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from ..rendering import Displayable
 from .configs import config_label, plain_value
 
 if TYPE_CHECKING:
+    from ..messages import Message
     from ..trace import Trace
     from .inputs import Case
 
@@ -149,15 +150,23 @@ def measure(cell: Cell, trace: Trace) -> None:
         if e is None:
             e = executors[s.executor_id] = {"calls": 0, "messages": 0, "tokens": 0, "dropped": 0}
         e["dropped"] += len(s.dropped)
-        given = s.context() if s.given is not None or s.model_input is not None else None
+        requests = s.model_requests
+        given: Sequence[Message] | None = s.given
+        if requests:  # what its model received: the last request of its own agent (most turns send one)
+            last = requests[-1]
+            if last.agent != requests[0].agent:  # a nested agent's requests came after its own
+                last = s.model_input or last
+            given = last.messages
         if given is not None:
             e["calls"] += 1
             e["messages"] += len(given)
+            n = 0
             for m in given:
-                n = tokens.get(id(m))
-                if n is None:
-                    n = tokens[id(m)] = estimate_tokens((m,))
-                e["tokens"] += n
+                k = tokens.get(id(m))
+                if k is None:
+                    k = tokens[id(m)] = estimate_tokens((m,))
+                n += k
+            e["tokens"] += n
         response = s.response
         if response is not None:
             if response.route:

@@ -106,6 +106,7 @@ class Experiment:
             )
         self.with_case = self.build is not None and takes_case(self.build)
         self._by_id = {c.id: c for c in self.cases}
+        self._digest: tuple[tuple[Case, ...], str] | None = None
         if self.build is not None:
             self._check_build()
 
@@ -153,24 +154,31 @@ class Experiment:
 
         The inputs are kept as their number and a hash (10,000 inputs do not make a 10 MB definition).
         """
-        inputs = hashlib.sha256()
-        for case in self.cases:
-            inputs.update(json.dumps(case.identity(), sort_keys=True, default=str).encode() + b"\n")
         return {
             "name": self.name,
             "target": _target_identity(self.build, self.ready),
             "configs": [config_key(c) for c in self.configs],
-            "inputs": [len(self.cases), inputs.hexdigest()[:16]],
+            "inputs": [len(self.cases), self._inputs_digest()],
             "repeats": self.repeats,
             "scorers": [[name_of(s), code_digest(s)] for s in self.scorers],
             "timeout": self.timeout,
         }
 
+    def _inputs_digest(self) -> str:
+        """A hash of every input, one JSON line each; made once for the inputs the experiment holds."""
+        known = self._digest
+        if known is None or known[0] is not self.cases:
+            encode = json.JSONEncoder(sort_keys=True, default=str).encode  # what json.dumps(..., sort_keys=True) writes
+            digest = hashlib.sha256()
+            for case in self.cases:
+                digest.update(encode(case.identity()).encode() + b"\n")
+            known = self._digest = (self.cases, digest.hexdigest()[:16])
+        return known[1]
+
     @property
     def id(self) -> str:
         """A stable hash of ``definition()``: the same experiment has the same id in every process."""
-        text = json.dumps(self.definition(), sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return _identity(self.definition())
 
     def _spec(self, *, retries: int = 0, retry_wait: float = 0.5) -> Spec:
         return Spec(
@@ -224,8 +232,9 @@ class Experiment:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise bad_argument(where, "retries", retries, "give an int >= 0")
         db = store if isinstance(store, ExperimentStore) else ExperimentStore(store)
-        experiment_id = self.id
-        self._claim(db, experiment_id, replace)
+        mine = self.definition()
+        experiment_id = _identity(mine)
+        self._claim(db, experiment_id, mine, replace)
         stored = db.statuses(experiment_id)
         rerun = {"cancelled", "failed", "timeout"} if rerun_failed else {"cancelled"}
         left = sum(1 for k in range(len(self)) if stored.get(k, "cancelled") in rerun)
@@ -256,9 +265,8 @@ class Experiment:
         """``run`` for code that cannot ``await`` (a script; a notebook cell works too)."""
         return run_sync(self.run(**kwargs))
 
-    def _claim(self, db: ExperimentStore, experiment_id: str, replace: bool) -> None:
+    def _claim(self, db: ExperimentStore, experiment_id: str, mine: dict[str, Any], replace: bool) -> None:
         """Record the experiment in the store; refuse another definition under its name unless replacing."""
-        mine = self.definition()
         for other_id, other in db.find(self.name):
             if other_id == experiment_id:
                 continue
@@ -359,6 +367,11 @@ async def _run_on_cluster(
         stop.set()
         await asyncio.wait([job], timeout=60)
         raise
+
+
+def _identity(definition: Mapping[str, Any]) -> str:
+    text = json.dumps(definition, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _target_identity(build: Callable[..., Any] | None, ready: Workflow | None) -> Any:

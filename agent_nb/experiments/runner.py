@@ -15,8 +15,8 @@ import dataclasses
 import functools
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import ArgumentError, UsageError, did_you_mean
 from ..messages import Message
@@ -30,8 +30,6 @@ from .inputs import Case
 from .scorers import name_of
 
 __all__ = ["ExperimentError", "ReadyWorkflow", "Spec", "check_keys", "run_cell"]
-
-T = TypeVar("T")
 
 
 class ExperimentError(UsageError):
@@ -242,8 +240,10 @@ async def _play(
                 f"input {case.id!r}, turn {n}: the run waits for answers to requests ({ids}) and an experiment "
                 "cannot give them; answer them in the build (a tool without approval), or run it by hand"
             )
+        if len(case.turns) == 1:
+            return result.trace, result.text, {}
         trace = result.trace
-        snapshots.extend(trace if len(case.turns) == 1 else (dataclasses.replace(s, turn=n) for s in trace))
+        snapshots.extend(dataclasses.replace(s, turn=n) for s in trace)
         output = result.text
     return Trace(snapshots, trace.executor_ids), output, {}
 
@@ -253,16 +253,13 @@ async def run_cell(spec: Spec, cell: Cell, ready: ReadyWorkflow | None) -> Cell:
     case = spec.cases[spec.index[cell.input_id]]
     cell.case = case
     started = time.perf_counter()
-
-    async def attempt() -> tuple[Trace, str, dict[str, int]]:
-        if ready is None:
-            return await _timed(spec, _play(make_target(spec, cell.config, case), case, None))
-        async with ready.lock:
-            options = ready.prepare(cell.config)
-            return await _timed(spec, _play(ready.workflow, case, options or None))
-
     try:
-        trace, cell.output, cell.findings = await _retried(spec, cell, attempt)
+        try:
+            trace, cell.output, cell.findings = await _attempt(spec, cell, case, ready)
+        except Exception as exc:  # most cells succeed at once: no retry machinery for them
+            if spec.retries == 0 or not retryable(exc):
+                raise
+            trace, cell.output, cell.findings = await _retried(spec, cell, case, ready)
     except asyncio.TimeoutError:
         cell.status, cell.error_type = "timeout", "TimeoutError"
         cell.error = f"the cell took longer than timeout={spec.timeout} s and was stopped"
@@ -281,19 +278,29 @@ async def run_cell(spec: Spec, cell: Cell, ready: ReadyWorkflow | None) -> Cell:
     return cell
 
 
-async def _retried(spec: Spec, cell: Cell, attempt: Callable[[], Awaitable[T]]) -> T:
-    """``attempt()``, tried again with exponential backoff (tenacity) while a model error is retryable."""
-    try:
-        return await attempt()  # most cells succeed at once: no retry machinery for them
-    except Exception as exc:
-        if spec.retries == 0 or not retryable(exc):
-            raise
+async def _attempt(
+    spec: Spec, cell: Cell, case: Case, ready: ReadyWorkflow | None
+) -> tuple[Trace, str, dict[str, int]]:
+    """One try of the cell, within its ``timeout``: a target built for it, or the ready workflow prepared."""
+    if ready is None:
+        play = _play(make_target(spec, cell.config, case), case, None)
+        return await (play if spec.timeout is None else asyncio.wait_for(play, spec.timeout))
+    async with ready.lock:
+        options = ready.prepare(cell.config)
+        play = _play(ready.workflow, case, options or None)
+        return await (play if spec.timeout is None else asyncio.wait_for(play, spec.timeout))
+
+
+async def _retried(
+    spec: Spec, cell: Cell, case: Case, ready: ReadyWorkflow | None
+) -> tuple[Trace, str, dict[str, int]]:
+    """The cell tried again with exponential backoff (tenacity), after a first try failed retryably."""
     from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
     await asyncio.sleep(spec.retry_wait)  # the first wait; tenacity doubles the next ones, with jitter
 
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(spec.retries),  # the first attempt was made above
+        stop=stop_after_attempt(spec.retries),  # the first attempt was made before
         wait=wait_exponential_jitter(multiplier=spec.retry_wait, jitter=spec.retry_wait, max=30.0),
         retry=retry_if_exception(retryable),
         reraise=True,
@@ -301,7 +308,7 @@ async def _retried(spec: Spec, cell: Cell, attempt: Callable[[], Awaitable[T]]) 
     async for trying in retrying:
         with trying:
             cell.attempts = trying.retry_state.attempt_number + 1
-            return await attempt()
+            return await _attempt(spec, cell, case, ready)
     raise AssertionError("unreachable: tenacity returns or raises")
 
 
@@ -317,16 +324,13 @@ def retryable(exc: BaseException) -> bool:
     return False
 
 
-async def _timed(spec: Spec, coro: Awaitable[T]) -> T:
-    if spec.timeout is None:
-        return await coro
-    return await asyncio.wait_for(coro, spec.timeout)
-
-
 async def _score(spec: Spec, cell: Cell) -> None:
     for name, scorer in spec.named_scorers:
         try:
             value = scorer(cell)
+            if value is None or type(value) is bool:  # a pass or a fail, the common case
+                cell.scores[name] = value
+                continue
             if inspect.isawaitable(value):
                 value = await value
             scores = {f"{name}.{k}": _plain_score(v) for k, v in value.items()} if isinstance(value, Mapping) else {}

@@ -96,9 +96,10 @@ class _Contains(_TextScorer):
         wanted = _wanted(cell, self.value, self.field)
         if wanted is None:
             return None
-        texts = [wanted] if isinstance(wanted, str) else list(wanted)
         output = self._fold(cell.output)
-        return all(self._fold(str(t)) in output for t in texts)
+        if isinstance(wanted, str):
+            return self._fold(wanted) in output
+        return all(self._fold(str(t)) in output for t in wanted)
 
 
 class _Equals(_TextScorer):

@@ -5,7 +5,8 @@ objects), so each distinct message is written once and the snapshots refer to it
 distinct text is written once too (a reply and its hand-over to the next agent carry the same
 words). A message of one text is three small values (role, author, text number); any other is
 written whole. A snapshot is a list in the order of ``_FIELDS``; the views of one conversation
-(each agent of a chain holds a longer one) are numbered once. A three-agent run is about 1.3 KB.
+(each agent of a chain holds a longer one) are numbered once; a model request of exactly what
+its executor gave refers to that. A three-agent run is about 1.4 KB, its model requests included.
 What arrived, what was sent and the state are kept as the one-line
 descriptions the displays print (``Described``): a trace read back shows the same views and
 ``who_has`` finds the same facts, but its values are text, not the objects that were delivered.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Any
 
 from pydantic_core import to_json
@@ -31,7 +33,9 @@ from .who_has import strings_of
 
 __all__ = ["Described", "dump_trace", "load_trace"]
 
-_VERSION = 2
+_VERSION = 3
+_READS = (2, 3)
+"""Format 3 writes a request of what the executor gave as 0 (and the common request as four values)."""
 _FIELDS = (
     "executor_id", "superstep", "index", "received", "kind", "context_mode", "context_filter", "kept", "dropped",
     "given", "cached", "response", "wrote", "turn", "sent", "outputs", "duration", "model_requests", "more",
@@ -95,23 +99,24 @@ class _Table:
 
     def refs(self, messages: Sequence[Message] | None) -> list[int] | None:
         """The numbers of ``messages``; a sequence met again, or another view of a log already met, costs a lookup."""
-        if messages is None:
-            return None
+        if not messages:
+            return None if messages is None else []
         known = self.seqs.get(id(messages))
-        if known is None:
-            if type(messages) is Conversation:
-                log, stop = messages.storage()
-                numbered = self.logs.get(id(log))
-                if numbered is None:
-                    numbered = self.logs[id(log)] = []
-                    self.kept.append(log)
-                if len(numbered) < stop:
-                    numbered += self._number(messages[len(numbered) : stop] if numbered else messages)
-                known = numbered[:stop]
-            else:
-                known = self._number(messages)
-            self.seqs[id(messages)] = known
-            self.kept.append(messages)
+        if known is not None:
+            return known
+        if type(messages) is Conversation:
+            log, stop = messages.storage()
+            numbered = self.logs.get(id(log))
+            if numbered is None:
+                numbered = self.logs[id(log)] = []
+                self.kept.append(log)
+            if len(numbered) < stop:
+                numbered += self._number(messages[len(numbered) : stop] if numbered else messages)
+            known = numbered[:stop]
+        else:
+            known = self._number(messages)
+        self.seqs[id(messages)] = known
+        self.kept.append(messages)
         return known
 
     def _number(self, messages: Sequence[Message]) -> list[int]:
@@ -139,7 +144,7 @@ def dump_trace(trace: Trace) -> str:
     refs, value = table.refs, table.value
     snapshots = []
     for s in trace:
-        r = s.response
+        r, given = s.response, s.given
         more: dict[str, Any] | None = None
         if s.state or s.error is not None or s.requested or s.warnings:
             state = {str(k): [describe_state(v, 400), value(v)[1]] for k, v in s.state.items()}
@@ -155,15 +160,15 @@ def dump_trace(trace: Trace) -> str:
                 s.context_filter,
                 refs(s.kept),
                 refs(s.dropped),
-                refs(s.given),
+                refs(given),
                 refs(s.cached),
                 None if r is None else [refs(r.messages), r.route, r.model],
                 refs(s.wrote),
                 s.turn,
-                [[*value(x.message), list(x.targets)] for x in s.sent],
-                [0 if x is r else value(x) for x in s.outputs],  # 0: the agent's answer
+                [[*value(x.message), x.targets] for x in s.sent] if s.sent else [],
+                _outputs(s.outputs, r, value),
                 round(s.duration, 6),
-                [_request(q, refs) for q in s.model_requests],
+                [_request(q, refs, given) for q in s.model_requests] if s.model_requests else [],
                 more,
             ]
         )
@@ -180,16 +185,36 @@ def dump_trace(trace: Trace) -> str:
     return to_json(data, exclude_none=True, fallback=_described).decode()  # one pass in pydantic-core
 
 
-def _request(q: ModelRequest, refs: Any) -> list[Any]:
-    """A model request, its messages by number."""
-    return [q.agent, refs(q.messages), q.spans, q.tools, dict(q.options), q.round, q.route, q.model, q.error, q.repairs]
+def _outputs(outputs: tuple[Any, ...], response: AgentResponse | None, value: Any) -> list[Any]:
+    """What an executor yielded; 0 for the agent's answer (most agents yield only that)."""
+    if len(outputs) == 1 and outputs[0] is response:
+        return [0]
+    return [0 if x is response else value(x) for x in outputs]
 
 
-def _read_request(row: list[Any], pick: Any) -> ModelRequest:
+def _request(q: ModelRequest, refs: Any, given: Sequence[Message] | None) -> list[Any]:
+    """A model request: its messages by number, or 0 when they are what the executor gave.
+
+    The common request (what the executor gave, no tools, options or tool round, answered by its
+    own client) is four values.
+    """
+    m = q.messages
+    messages: Any = 0
+    if given is not None and len(m) == len(given) and all(map(is_, m, given)):
+        if not (q.tools or q.options or q.round or q.route or q.error or q.repairs):
+            return [q.agent, 0, q.spans, q.model]
+    else:
+        messages = refs(m)
+    return [q.agent, messages, q.spans, q.tools, dict(q.options), q.round, q.route, q.model, q.error, q.repairs]
+
+
+def _read_request(row: list[Any], pick: Any, given: tuple[Message, ...] | None) -> ModelRequest:
+    if len(row) == 4:  # the common request
+        agent, _, spans, model = row
+        return ModelRequest(agent, given or (), tuple(spans), model=model)
     agent, messages, spans, tools, options, round_, route, model, error, repairs = row
-    return ModelRequest(
-        agent, pick(messages), tuple(spans), tuple(tools), options, round_, route, model, error, tuple(repairs)
-    )
+    sent = (given or ()) if messages == 0 else pick(messages)
+    return ModelRequest(agent, sent, tuple(spans), tuple(tools), options, round_, route, model, error, tuple(repairs))
 
 
 def _described(value: Any) -> str:
@@ -200,9 +225,10 @@ def _described(value: Any) -> str:
 def load_trace(text: str) -> Trace:
     """The trace ``dump_trace`` wrote; delivered values come back as ``Described`` texts."""
     data = json.loads(text)
-    if data.get("v") != _VERSION:
+    if data.get("v") not in _READS:
         raise UsageError(
-            f"this stored trace is in format {data.get('v')!r} and this agent_nb reads format {_VERSION}; "
+            f"this stored trace is in format {data.get('v')!r} and this agent_nb reads formats "
+            f"{', '.join(map(str, _READS))}; "
             "run the experiment again with a new store, or with run(..., replace=True), to store its traces anew"
         )
     texts = data["texts"]
@@ -227,6 +253,7 @@ def load_trace(text: str) -> Trace:
             refs, route, model = r["response"]
             response = AgentResponse(messages=list(pick(refs) or ()), route=route, model=model)
         more = r["more"] or {}
+        given = pick(r["given"])
         snapshots.append(
             ContextSnapshot(
                 executor_id=r["executor_id"],
@@ -238,7 +265,7 @@ def load_trace(text: str) -> Trace:
                 context_filter=r["context_filter"],
                 kept=pick(r["kept"]) or (),
                 dropped=pick(r["dropped"]) or (),
-                given=pick(r["given"]),
+                given=given,
                 cached=pick(r["cached"]) or (),
                 response=response,
                 wrote=pick(r["wrote"]) or (),
@@ -250,7 +277,7 @@ def load_trace(text: str) -> Trace:
                 error=more.get("error"),
                 requested=tuple(more.get("requested", ())),
                 warnings=tuple(more.get("warnings", ())),
-                model_requests=tuple(_read_request(q, pick) for q in r["model_requests"]),
+                model_requests=tuple(_read_request(q, pick, given) for q in r["model_requests"]),
             )
         )
     return Trace(
