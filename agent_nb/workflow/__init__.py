@@ -14,6 +14,7 @@ from .agent_executor import (
     TurnToken,
 )
 from .builder import WorkflowBuilder
+from .concurrent import ConcurrentBuilder
 from .edges import Edge, EdgeGroup
 from .events import (
     CheckpointSaved,
@@ -94,6 +95,7 @@ __all__ = [
     "RequestResponse",
     "RunResult",
     "SQLiteCheckpointStorage",
+    "ConcurrentBuilder",
     "SequentialBuilder",
     "SuperstepCompleted",
     "SuperstepStarted",

@@ -14,7 +14,7 @@ from .builder import WorkflowBuilder
 from .executor import Executor, WorkflowContext, handler
 from .workflow import Workflow
 
-__all__ = ["SequentialBuilder"]
+__all__ = ["SequentialBuilder", "free_id"]
 
 Participant = Union[SupportsAgentRun, Executor]  # noqa: UP007
 OutputFrom = Union[Literal["last", "all"], Sequence[Union[str, Participant]]]  # noqa: UP007
@@ -92,7 +92,7 @@ class SequentialBuilder:
         outputs = self._outputs(nodes)
         first = nodes[0]
         if not isinstance(first, AgentExecutor) and _takes_a_conversation(first):
-            nodes.insert(0, InputToConversation(_free_id("input", nodes)))
+            nodes.insert(0, InputToConversation(free_id("input", nodes)))
         builder = WorkflowBuilder(start_executor=nodes[0], name=self.name, output_from=outputs)
         if len(nodes) > 1:
             builder.add_chain(nodes)
@@ -123,7 +123,7 @@ def _takes_a_conversation(node: Executor) -> bool:
     return node.can_handle([Message("user", "?")]) and not node.can_handle("?")
 
 
-def _free_id(wanted: str, nodes: Sequence[Executor]) -> str:
+def free_id(wanted: str, nodes: Sequence[Executor]) -> str:
     """``wanted``, or ``wanted2``, ``wanted3``… if a participant has that id already."""
     taken = {n.id for n in nodes}
     if wanted not in taken:

@@ -40,9 +40,9 @@ class RunResult(Displayable):
 
     @property
     def text(self) -> str:
-        """The text of the last output that has text, or ``""``."""
+        """The text of the last output that has text (a string output is its own text), or ``""``."""
         for value in reversed(self.get_outputs()):
-            text = getattr(value, "text", None)
+            text = value if isinstance(value, str) else getattr(value, "text", None)
             if isinstance(text, str) and text:
                 return text
         return ""

@@ -98,7 +98,10 @@ class _Run:
         self.max_supersteps = max_supersteps
         self.superstep = 0
         self._next: list[tuple[str, Any]] = []
-        self._fan_in: dict[int, dict[str, list[Any]]] = {}
+        self._fan_in: dict[int, dict[str, list[Any]]] = {
+            i: {source: list(sent) for source, sent in buffer.items()} for i, buffer in workflow._fan_in_waiting.items()
+        }
+        """What each fan-in has gathered so far; a run that answers requests goes on from what the asking run had."""
         self._snapshots: list[ContextSnapshot] = []
         self._count = 0
         self._t0 = 0.0
@@ -236,6 +239,7 @@ class _Run:
         if self.pending and self.checkpointer is not None and self.last_checkpoint is not None:
             workflow._waiting_at = (self.last_checkpoint, self.checkpointer.storage)
         workflow._pending_kwargs = self._run_kwargs if self.pending else {}  # for the answers, never stored
+        workflow._fan_in_waiting = self._fan_in if self.pending else {}
         self.emit(WorkflowCompleted(self.superstep))
         return self.result("waiting" if self.pending else "completed")
 

@@ -72,6 +72,8 @@ class Workflow(Displayable):
         self._pending_kwargs: Mapping[str, dict[str, dict[str, Any]]] = {}
         """The run kwargs of the run that left requests pending: the answers' run gets them too (memory only)."""
         self._request_seq = 0
+        self._fan_in_waiting: dict[int, dict[str, list[Any]]] = {}
+        """What the fan-ins had gathered when the last run stopped to wait for answers (memory only)."""
         self._waiting_at: tuple[str, CheckpointStorage] | None = None
         """The checkpoint the pending requests wait in, and its storage (``None`` without one)."""
         self._answered: dict[str, dict[str, str]] = {}
@@ -365,6 +367,7 @@ class Workflow(Displayable):
         """Forget every agent executor's cache and conversation, and any pending request: start afresh."""
         self._pending = {}
         self._pending_kwargs = {}
+        self._fan_in_waiting = {}
         self._waiting_at = None
         self._answered = {}
         self._checkpointers = {}  # and the messages their encoders keep alive

@@ -1,0 +1,208 @@
+"""``ConcurrentBuilder``: the same input to every participant at once, their answers gathered.
+
+```
+          ┌─> analyst ──┐
+dispatch ─┼─> critic  ──┼─> aggregate        (or ─> summarizer, an aggregator agent)
+          └─> poet    ──┘
+```
+
+``dispatch`` hands the run's input to every participant (fan-out) as the conversation so far, so
+that each participant's context mode applies to it; the fan-in waits for every answer, then the
+output is made: the answers, what an aggregator function makes of them, or the answer of an
+aggregator agent that reads them through its own context mode.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+from ..agents import SupportsAgentRun
+from ..conversation import Conversation
+from ..errors import ArgumentError, bad_argument
+from ..messages import AgentResponse, Message
+from .agent_executor import AgentExecutor, AgentExecutorResponse
+from .builder import WorkflowBuilder
+from .executor import Executor, WorkflowContext, handler
+from .orchestrations import free_id
+from .workflow import Workflow
+
+if TYPE_CHECKING:
+    from .checkpoints import CheckpointStorage
+
+__all__ = ["Answers", "ConcurrentBuilder", "ConcurrentInput"]
+
+Participant = Union[SupportsAgentRun, AgentExecutor]  # noqa: UP007
+Aggregator = Union[Callable[[list[AgentResponse]], Any], SupportsAgentRun, AgentExecutor, None]  # noqa: UP007
+
+
+class Answers(tuple[AgentResponse, ...]):
+    """The participants' answers, in the order they were given; ``text`` puts each after its author."""
+
+    __slots__ = ()
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(f"{_author(a)}: {a.text}" for a in self)
+
+    def describe(self) -> str:
+        return f"{len(self)} answers ({', '.join(_author(a) for a in self)})"
+
+    def __repr__(self) -> str:
+        return f"Answers({', '.join(f'{_author(a)}={a.text[:30]!r}' for a in self)})"
+
+
+def _author(answer: AgentResponse) -> str:
+    return next((m.author_name for m in answer.messages if m.author_name), "?")
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrentInput(AgentExecutorResponse):
+    """The run's input, handed to every participant as a conversation so far, for its context mode.
+
+    Its "reply" is the last speaker's words (the trailing messages of one role and author):
+    ``full`` keeps the whole input, ``last_agent`` those words, ``custom`` what its filter keeps.
+    """
+
+    def describe(self) -> str:
+        n = len(self.full_conversation or ())
+        return f"the input (conversation of {n} message{'' if n == 1 else 's'})"
+
+
+def _handed(messages: list[Message], dispatch: str) -> ConcurrentInput:
+    last = messages[-1]
+    start = len(messages) - 1
+    while start > 0 and (messages[start - 1].role, messages[start - 1].author_name) == (last.role, last.author_name):
+        start -= 1
+    return ConcurrentInput(dispatch, AgentResponse(messages=messages[start:]), Conversation(messages))
+
+
+class Dispatch(Executor):
+    """Hands the run's input to every participant at once (one object, shared: nothing is copied)."""
+
+    kind = "dispatch"
+
+    @handler
+    async def from_text(self, text: str, ctx: WorkflowContext[ConcurrentInput]) -> None:
+        await ctx.send_message(_handed([Message("user", text)], self.id))
+
+    @handler
+    async def from_message(self, message: Message, ctx: WorkflowContext[ConcurrentInput]) -> None:
+        await ctx.send_message(_handed([message], self.id))
+
+    @handler
+    async def from_messages(self, messages: list[Message], ctx: WorkflowContext[ConcurrentInput]) -> None:
+        if not messages:
+            raise ValueError(
+                f"executor {self.id!r} was given an empty list: there is nothing to hand out; send a question"
+            )
+        await ctx.send_message(_handed(list(messages), self.id))
+
+
+class Aggregate(Executor):
+    """Once every participant has answered: their answers as the output, or what the aggregator makes of them."""
+
+    kind = "aggregate"
+
+    def __init__(self, id: str, merge: Callable[[list[AgentResponse]], Any] | None) -> None:
+        super().__init__(id)
+        self.merge = merge
+
+    @handler
+    async def gather(self, answered: list[AgentExecutorResponse], ctx: WorkflowContext[Any, Any]) -> None:
+        answers = [a.agent_response for a in answered]
+        if self.merge is None:
+            await ctx.yield_output(Answers(answers))
+            return
+        merged = self.merge(answers)
+        if inspect.isawaitable(merged):
+            merged = await merged
+        await ctx.yield_output(merged)
+
+
+class ConcurrentBuilder:
+    """The same input to every participant, at the same time; their answers gathered into one output.
+
+    ``participants``: agents (each wrapped in a ``full`` executor) or ``AgentExecutor`` objects,
+    used as they are, with their own context mode (``last_agent`` reads only the input's last
+    speaker's words, ``custom`` what its filter keeps).
+
+    ``aggregator``: ``None``, and the output is ``Answers`` (the participants' ``AgentResponse``
+    in the order given; its ``text`` puts each after its author); a function of that list of
+    answers (sync or async), and the output is what it returns; or an agent (or
+    ``AgentExecutor``), which receives every participant's conversation and answer through its
+    context mode (``full``: the input once, then each answer, handed over as ``user`` messages
+    from their authors; ``last_agent``: the answers only), and whose answer is the output.
+
+    The participants' answers are ``intermediate`` events and stay in the trace. A participant
+    that waits for an approval holds the aggregate until it is answered, in this process or,
+    with ``checkpoint_storage``, in another one.
+    """
+
+    def __init__(
+        self,
+        participants: Sequence[Participant],
+        *,
+        aggregator: Aggregator = None,
+        name: str = "concurrent",
+        checkpoint_storage: CheckpointStorage | None = None,
+    ) -> None:
+        where = f"ConcurrentBuilder {name!r}"
+        if isinstance(participants, (str, bytes)) or not isinstance(participants, Sequence) or not participants:
+            raise bad_argument(where, "participants", participants, "give a non-empty list of agents or AgentExecutors")
+        for p in participants:
+            if isinstance(p, Executor) and not isinstance(p, AgentExecutor):
+                raise bad_argument(
+                    where,
+                    "a participant",
+                    p,
+                    "give an agent or an AgentExecutor (another executor has no answer to gather)",
+                )
+        self.participants = list(participants)
+        self.aggregator = aggregator
+        self.name = name
+        self.checkpoint_storage = checkpoint_storage
+        self._where = where
+
+    def build(self) -> Workflow:
+        nodes = [p if isinstance(p, AgentExecutor) else AgentExecutor(p) for p in self.participants]
+        ids = [n.id for n in nodes]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ArgumentError(
+                f"{self._where}: two participants have the id {twice[0]!r}; give each agent its own name",
+                argument="participants",
+            )
+        agent, merge = self._aggregator(ids)
+        last: Executor = agent if agent is not None else Aggregate(free_id("aggregate", nodes), merge)
+        dispatch = Dispatch(free_id("dispatch", [*nodes, last]))
+        builder = WorkflowBuilder(
+            start_executor=dispatch, name=self.name, output_from=[last], checkpoint_storage=self.checkpoint_storage
+        )
+        return builder.add_fan_out_edges(dispatch, nodes).add_fan_in_edges(nodes, last).build()
+
+    def _aggregator(self, ids: list[str]) -> tuple[AgentExecutor | None, Callable[..., Any] | None]:
+        given = self.aggregator
+        if given is None:
+            return None, None
+        if isinstance(given, Executor) and not isinstance(given, AgentExecutor):
+            raise bad_argument(
+                self._where,
+                "aggregator",
+                given,
+                "give a function of the answers, an agent, or an AgentExecutor (another executor cannot be "
+                "told the answers)",
+            )
+        if isinstance(given, (AgentExecutor, SupportsAgentRun)):
+            node = given if isinstance(given, AgentExecutor) else AgentExecutor(given)
+            if node.id in ids:
+                raise ArgumentError(
+                    f"{self._where}: the aggregator's id {node.id!r} is also a participant's; give it its own name",
+                    argument="aggregator",
+                )
+            return node, None
+        if callable(given):
+            return None, given
+        raise bad_argument(self._where, "aggregator", given, "give None, a function of the answers, or an agent")
