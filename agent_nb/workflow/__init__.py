@@ -33,6 +33,7 @@ from .events import (
     WorkflowWarning,
 )
 from .executor import Executor, FunctionExecutor, WorkflowContext, executor, handler
+from .group_chat import GroupChatBuilder, ModelManager, round_robin, said
 from .orchestrations import SequentialBuilder
 from .requests import PendingRequest, RequestResponse
 from .result import RunResult
@@ -77,6 +78,7 @@ __all__ = [
     "CheckpointInfo",
     "CheckpointSaved",
     "CheckpointStorage",
+    "ConcurrentBuilder",
     "ContextFilter",
     "ContextMode",
     "Edge",
@@ -87,15 +89,16 @@ __all__ = [
     "ExecutorInvoked",
     "FileCheckpointStorage",
     "FunctionExecutor",
+    "GroupChatBuilder",
     "InMemoryCheckpointStorage",
     "IntermediateEvent",
+    "ModelManager",
     "OutputEvent",
     "PendingRequest",
     "RequestInfoEvent",
     "RequestResponse",
     "RunResult",
     "SQLiteCheckpointStorage",
-    "ConcurrentBuilder",
     "SequentialBuilder",
     "SuperstepCompleted",
     "SuperstepStarted",
@@ -111,4 +114,6 @@ __all__ = [
     "WorkflowWarning",
     "executor",
     "handler",
+    "round_robin",
+    "said",
 ]

@@ -16,23 +16,22 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ..agents import SupportsAgentRun
-from ..conversation import Conversation
 from ..errors import ArgumentError, bad_argument
 from ..messages import AgentResponse, Message
 from .agent_executor import AgentExecutor, AgentExecutorResponse
 from .builder import WorkflowBuilder
 from .executor import Executor, WorkflowContext, handler
-from .orchestrations import free_id
+from .handed import ConversationSoFar, conversation_so_far
+from .orchestrations import agent_participants, as_agent_executors, free_id
 from .workflow import Workflow
 
 if TYPE_CHECKING:
     from .checkpoints import CheckpointStorage
 
-__all__ = ["Answers", "ConcurrentBuilder", "ConcurrentInput"]
+__all__ = ["Answers", "ConcurrentBuilder"]
 
 Participant = Union[SupportsAgentRun, AgentExecutor]  # noqa: UP007
 Aggregator = Union[Callable[[list[AgentResponse]], Any], SupportsAgentRun, AgentExecutor, None]  # noqa: UP007
@@ -58,47 +57,26 @@ def _author(answer: AgentResponse) -> str:
     return next((m.author_name for m in answer.messages if m.author_name), "?")
 
 
-@dataclass(frozen=True, slots=True)
-class ConcurrentInput(AgentExecutorResponse):
-    """The run's input, handed to every participant as a conversation so far, for its context mode.
-
-    Its "reply" is the last speaker's words (the trailing messages of one role and author):
-    ``full`` keeps the whole input, ``last_agent`` those words, ``custom`` what its filter keeps.
-    """
-
-    def describe(self) -> str:
-        n = len(self.full_conversation or ())
-        return f"the input (conversation of {n} message{'' if n == 1 else 's'})"
-
-
-def _handed(messages: list[Message], dispatch: str) -> ConcurrentInput:
-    last = messages[-1]
-    start = len(messages) - 1
-    while start > 0 and (messages[start - 1].role, messages[start - 1].author_name) == (last.role, last.author_name):
-        start -= 1
-    return ConcurrentInput(dispatch, AgentResponse(messages=messages[start:]), Conversation(messages))
-
-
 class Dispatch(Executor):
     """Hands the run's input to every participant at once (one object, shared: nothing is copied)."""
 
     kind = "dispatch"
 
     @handler
-    async def from_text(self, text: str, ctx: WorkflowContext[ConcurrentInput]) -> None:
-        await ctx.send_message(_handed([Message("user", text)], self.id))
+    async def from_text(self, text: str, ctx: WorkflowContext[ConversationSoFar]) -> None:
+        await ctx.send_message(conversation_so_far([Message("user", text)], self.id))
 
     @handler
-    async def from_message(self, message: Message, ctx: WorkflowContext[ConcurrentInput]) -> None:
-        await ctx.send_message(_handed([message], self.id))
+    async def from_message(self, message: Message, ctx: WorkflowContext[ConversationSoFar]) -> None:
+        await ctx.send_message(conversation_so_far([message], self.id))
 
     @handler
-    async def from_messages(self, messages: list[Message], ctx: WorkflowContext[ConcurrentInput]) -> None:
+    async def from_messages(self, messages: list[Message], ctx: WorkflowContext[ConversationSoFar]) -> None:
         if not messages:
             raise ValueError(
                 f"executor {self.id!r} was given an empty list: there is nothing to hand out; send a question"
             )
-        await ctx.send_message(_handed(list(messages), self.id))
+        await ctx.send_message(conversation_so_far(list(messages), self.id))
 
 
 class Aggregate(Executor):
@@ -150,31 +128,15 @@ class ConcurrentBuilder:
         checkpoint_storage: CheckpointStorage | None = None,
     ) -> None:
         where = f"ConcurrentBuilder {name!r}"
-        if isinstance(participants, (str, bytes)) or not isinstance(participants, Sequence) or not participants:
-            raise bad_argument(where, "participants", participants, "give a non-empty list of agents or AgentExecutors")
-        for p in participants:
-            if isinstance(p, Executor) and not isinstance(p, AgentExecutor):
-                raise bad_argument(
-                    where,
-                    "a participant",
-                    p,
-                    "give an agent or an AgentExecutor (another executor has no answer to gather)",
-                )
-        self.participants = list(participants)
+        self.participants = agent_participants(where, participants)
         self.aggregator = aggregator
         self.name = name
         self.checkpoint_storage = checkpoint_storage
         self._where = where
 
     def build(self) -> Workflow:
-        nodes = [p if isinstance(p, AgentExecutor) else AgentExecutor(p) for p in self.participants]
+        nodes = as_agent_executors(self._where, self.participants)
         ids = [n.id for n in nodes]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise ArgumentError(
-                f"{self._where}: two participants have the id {twice[0]!r}; give each agent its own name",
-                argument="participants",
-            )
         agent, merge = self._aggregator(ids)
         last: Executor = agent if agent is not None else Aggregate(free_id("aggregate", nodes), merge)
         dispatch = Dispatch(free_id("dispatch", [*nodes, last]))

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 from ..agents import SupportsAgentRun
-from ..errors import ArgumentError
+from ..errors import ArgumentError, bad_argument
 from ..messages import Message
 from .agent_executor import AgentExecutor, ContextMode
 from .builder import WorkflowBuilder
 from .executor import Executor, WorkflowContext, handler
 from .workflow import Workflow
 
-__all__ = ["SequentialBuilder", "free_id"]
+__all__ = ["SequentialBuilder", "agent_participants", "as_agent_executors", "free_id"]
 
 Participant = Union[SupportsAgentRun, Executor]  # noqa: UP007
 OutputFrom = Union[Literal["last", "all"], Sequence[Union[str, Participant]]]  # noqa: UP007
@@ -129,3 +129,26 @@ def free_id(wanted: str, nodes: Sequence[Executor]) -> str:
     if wanted not in taken:
         return wanted
     return next(f"{wanted}{i}" for i in itertools.count(2) if f"{wanted}{i}" not in taken)
+
+
+def agent_participants(where: str, participants: Any) -> list[SupportsAgentRun | AgentExecutor]:
+    """A builder's participants, each an agent or an ``AgentExecutor`` (one that answers), as a list."""
+    if isinstance(participants, (str, bytes)) or not isinstance(participants, Sequence) or not participants:
+        raise bad_argument(where, "participants", participants, "give a non-empty list of agents or AgentExecutors")
+    for p in participants:
+        if isinstance(p, Executor) and not isinstance(p, AgentExecutor):
+            raise bad_argument(where, "a participant", p, "give an agent or an AgentExecutor (one that answers)")
+    return list(participants)
+
+
+def as_agent_executors(where: str, participants: Sequence[SupportsAgentRun | AgentExecutor]) -> list[AgentExecutor]:
+    """Agents wrapped in ``full`` executors, executors as they are; two with one id are refused."""
+    nodes = [p if isinstance(p, AgentExecutor) else AgentExecutor(p) for p in participants]
+    ids = [n.id for n in nodes]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ArgumentError(
+            f"{where}: two participants have the id {twice[0]!r}; give each agent its own name",
+            argument="participants",
+        )
+    return nodes

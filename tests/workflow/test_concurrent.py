@@ -45,7 +45,7 @@ async def test_every_participant_gets_the_same_input_and_the_output_lists_their_
     assert {s.executor_id: s.superstep for s in result.trace} == {
         "dispatch": 1, "analyst": 2, "critic": 2, "poet": 2, "aggregate": 3,
     }  # fmt: skip
-    assert "received  the input (conversation of 1 message)" in str(result.trace.last("critic"))
+    assert "received  the conversation so far (1 message, from dispatch)" in str(result.trace.last("critic"))
 
 
 async def test_each_participant_keeps_its_own_context_mode_and_the_executor_passed_in_is_not_changed() -> None:
@@ -147,7 +147,7 @@ def test_bad_participants_and_aggregators_are_refused_with_what_to_do() -> None:
 
     async def shout(message: Any, ctx: Any) -> None: ...
 
-    with pytest.raises(ArgumentError, match=r"give an agent or an AgentExecutor \(another executor has no answer"):
+    with pytest.raises(ArgumentError, match=r"give an agent or an AgentExecutor \(one that answers\)"):
         ConcurrentBuilder([RecordingAgent("a"), FunctionExecutor(shout, id="shout")])
     with pytest.raises(ArgumentError, match="two participants have the id 'a'; give each agent its own name"):
         ConcurrentBuilder([RecordingAgent("a"), RecordingAgent("a")]).build()

@@ -1,0 +1,40 @@
+"""``ConversationSoFar``: a conversation handed to an agent executor so that its context mode applies.
+
+A builder's own step (a concurrent dispatch, a group chat's manager) is not an agent, yet what it
+hands on should be read like another agent's answer: ``full`` keeps the whole conversation,
+``last_agent`` the last speaker's words (the trailing messages of one role and author),
+``custom`` what its filter keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..conversation import Conversation
+from ..messages import AgentResponse, Message
+from .agent_executor import AgentExecutorResponse
+
+__all__ = ["ConversationSoFar", "conversation_so_far"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSoFar(AgentExecutorResponse):
+    """The conversation a builder's step hands on; its "reply" is the last speaker's words."""
+
+    def describe(self) -> str:
+        n = len(self.full_conversation or ())
+        return f"the conversation so far ({n} message{'' if n == 1 else 's'}, from {self.executor_id})"
+
+
+def conversation_so_far(messages: Sequence[Message] | Conversation, by: str) -> ConversationSoFar:
+    """``messages`` as handed on by ``by``: one shared conversation, nothing copied per receiver."""
+    conversation = messages if isinstance(messages, Conversation) else Conversation(list(messages))
+    last = conversation[-1]
+    start = len(conversation) - 1
+    while start > 0 and (conversation[start - 1].role, conversation[start - 1].author_name) == (
+        last.role,
+        last.author_name,
+    ):
+        start -= 1
+    return ConversationSoFar(by, AgentResponse(messages=list(conversation[start:])), conversation)
