@@ -71,11 +71,14 @@ class FunctionTool:
         description: str | None = None,
         requires_approval: bool = False,
         timeout: float | None = None,
+        ends_turn: bool = False,
     ) -> None:
         if not callable(fn):
             raise bad_argument("a tool", "fn", fn, "give a function (def or async def) with type hints")
         self.fn = fn
         self.requires_approval = requires_approval
+        self.ends_turn = bool(ends_turn)
+        """Once it has run, the turn ends: the model is not asked again (a hand-off to another agent)."""
         self.timeout = check_timeout(f"tool {getattr(fn, '__name__', fn)!r}", "timeout", timeout)
         self.name: str = str(name or getattr(fn, "__name__", ""))
         if not self.name.isidentifier():
@@ -170,7 +173,8 @@ class FunctionTool:
     def __repr__(self) -> str:
         approval = ", requires_approval=True" if self.requires_approval else ""
         timeout = f", timeout={self.timeout:g}" if self.timeout is not None else ""
-        return f"FunctionTool({self.name!r}{approval}{timeout})"
+        ends = ", ends_turn=True" if self.ends_turn else ""
+        return f"FunctionTool({self.name!r}{approval}{timeout}{ends})"
 
 
 def tool(
@@ -180,11 +184,23 @@ def tool(
     description: str | None = None,
     requires_approval: bool = False,
     timeout: float | None = None,
+    ends_turn: bool = False,
 ) -> Any:
-    """Make a ``FunctionTool``: ``@tool`` or ``@tool(name=..., requires_approval=True, timeout=30)``."""
+    """Make a ``FunctionTool``: ``@tool`` or ``@tool(name=..., requires_approval=True, timeout=30)``.
+
+    ``ends_turn=True``: once the tool has run, the agent's turn ends with the call and its result,
+    without asking the model again (how a hand-off tool passes the conversation on).
+    """
 
     def make(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(f, name=name, description=description, requires_approval=requires_approval, timeout=timeout)
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            requires_approval=requires_approval,
+            timeout=timeout,
+            ends_turn=ends_turn,
+        )
 
     return make if fn is None else make(fn)
 

@@ -5,6 +5,7 @@ from pydantic import BaseModel, Field
 
 from agent_nb import (
     AgentExecutor,
+    AgentResponse,
     ChatAgent,
     FunctionCallContent,
     FunctionTool,
@@ -228,3 +229,29 @@ async def test_sync_tools_do_not_freeze_the_event_loop():
     task = asyncio.ensure_future(answer())
     assert await FunctionTool(needs_the_loop).invoke({"x": 3}) == "3: the loop answered"
     await task
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+async def test_a_tool_that_ends_the_turn_runs_and_the_model_is_not_asked_again(stream: bool) -> None:
+    ran: list[str] = []
+
+    @tool(ends_turn=True)
+    def transfer(to: str) -> str:
+        """Pass the conversation on."""
+        ran.append(to)
+        return f"passed to {to}"
+
+    call = FunctionCallContent(call_id="t1", name="transfer", arguments={"to": "billing"})
+    client = ScriptedChatClient([Message("assistant", [call]), "never said"])
+    agent = ChatAgent(client, name="triage", tools=[transfer])
+    if stream:
+        updates = [u async for u in agent.run("I was charged twice", stream=True)]
+        messages = AgentResponse.from_updates(updates).messages
+    else:
+        messages = (await agent.run("I was charged twice")).messages
+    assert ran == ["billing"] and len(client.requests) == 1  # one request: the turn ended with the tool
+    assert [(m.role, m.contents[0].type) for m in messages] == [
+        ("assistant", "function_call"),
+        ("tool", "function_result"),
+    ]
+    assert repr(transfer) == "FunctionTool('transfer', ends_turn=True)"

@@ -250,6 +250,11 @@ class Turn:
         self.produced.append(answer)
         return answer
 
+    def _ends(self, calls: list[FunctionCallContent]) -> bool:
+        """Whether a call ran a tool that ends the turn (``ends_turn=True``: a hand-off)."""
+        tools = self.agent._tools_by_name
+        return any(getattr(tools.get(c.name), "ends_turn", False) for c in calls)
+
     async def _run_calls(
         self, calls: list[FunctionCallContent], approvals: Mapping[str, UserInputResponseContent]
     ) -> Message:
@@ -353,6 +358,8 @@ class Turn:
                 if not calls or self._ask(calls):
                     break
                 await self._answer(calls, round_)
+                if self._ends(calls):
+                    break
             await self._save()
         except BaseException as exc:
             self._note(exc)
@@ -397,6 +404,8 @@ class Turn:
                     break
                 answer = await self._answer(calls, round_)
                 yield AgentResponseUpdate(answer.contents, role="tool", author_name=name)
+                if self._ends(calls):
+                    break
             await self._save()
             for m in self.asking:
                 yield AgentResponseUpdate(m.contents, role="assistant", author_name=name, message_id="approval")

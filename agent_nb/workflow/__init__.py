@@ -34,6 +34,7 @@ from .events import (
 )
 from .executor import Executor, FunctionExecutor, WorkflowContext, executor, handler
 from .group_chat import GroupChatBuilder, ModelManager, round_robin, said
+from .handoff import HandoffBuilder
 from .orchestrations import SequentialBuilder
 from .requests import PendingRequest, RequestResponse
 from .result import RunResult
@@ -90,6 +91,7 @@ __all__ = [
     "FileCheckpointStorage",
     "FunctionExecutor",
     "GroupChatBuilder",
+    "HandoffBuilder",
     "InMemoryCheckpointStorage",
     "IntermediateEvent",
     "ModelManager",
