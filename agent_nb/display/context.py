@@ -107,6 +107,13 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
     if s.state:
         rows = "".join(f"<dt>{escape(k)}</dt>{_state_value(v, max_messages, max_chars)}" for k, v in s.state.items())
         out.append(f'<div class="label">state</div><dl class="kv">{rows}</dl>')
+    if s.inner is not None:  # a sub-workflow: its own columns, opened on demand (no script: works untrusted)
+        ran = ", ".join(dict.fromkeys(x.executor_id for x in s.inner))
+        out.append(
+            f'<details class="inner"><summary>its own workflow: {_count(len(s.inner), "invocation")} '
+            f"({escape(ran)})</summary>{columns_html(s.inner, max_messages=max_messages, max_chars=max_chars)}"
+            "</details>"
+        )
     for sent in s.sent:
         to = ", ".join(sent.targets) or "nobody"
         out.append(f'<div class="meta">sent {escape(describe_value(sent.message))} → {escape(to)}</div>')

@@ -76,6 +76,9 @@ class Graph:
 
 
 def _mode_of(executor: object) -> str | None:
+    inner = getattr(executor, "workflow", None)
+    if getattr(executor, "kind", None) == "workflow" and inner is not None:  # a sub-workflow: what it holds
+        return f"{len(inner.executors)} executors"
     mode = getattr(executor, "context_mode", None)
     if mode is None:
         return None

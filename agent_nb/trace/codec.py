@@ -140,15 +140,22 @@ class _Table:
 
 def dump_trace(trace: Trace) -> str:
     """The trace as one JSON text (``load_trace`` reads it back)."""
+    return to_json(_data(trace), exclude_none=True, fallback=_described).decode()  # one pass in pydantic-core
+
+
+def _data(trace: Trace) -> dict[str, Any]:
+    """The trace as JSON-ready data; a sub-workflow's trace is nested, with its own tables."""
     table = _Table()
     refs, value = table.refs, table.value
     snapshots = []
     for s in trace:
         r, given = s.response, s.given
         more: dict[str, Any] | None = None
-        if s.state or s.error is not None or s.requested or s.warnings:
+        if s.state or s.error is not None or s.requested or s.warnings or s.inner is not None:
             state = {str(k): [describe_state(v, 400), value(v)[1]] for k, v in s.state.items()}
             more = {"error": s.error, "requested": list(s.requested), "state": state, "warnings": list(s.warnings)}
+            if s.inner is not None:
+                more["inner"] = _data(s.inner)
         snapshots.append(
             [
                 s.executor_id,
@@ -182,7 +189,7 @@ def dump_trace(trace: Trace) -> str:
     }
     if trace.restored_from is not None:
         data |= {"restored_from": trace.restored_from, "restored": list(trace.restored)}
-    return to_json(data, exclude_none=True, fallback=_described).decode()  # one pass in pydantic-core
+    return data
 
 
 def _outputs(outputs: tuple[Any, ...], response: AgentResponse | None, value: Any) -> list[Any]:
@@ -224,7 +231,10 @@ def _described(value: Any) -> str:
 
 def load_trace(text: str) -> Trace:
     """The trace ``dump_trace`` wrote; delivered values come back as ``Described`` texts."""
-    data = json.loads(text)
+    return _read(json.loads(text))
+
+
+def _read(data: dict[str, Any]) -> Trace:
     if data.get("v") not in _READS:
         raise UsageError(
             f"this stored trace is in format {data.get('v')!r} and this agent_nb reads formats "
@@ -278,6 +288,7 @@ def load_trace(text: str) -> Trace:
                 requested=tuple(more.get("requested", ())),
                 warnings=tuple(more.get("warnings", ())),
                 model_requests=tuple(_read_request(q, pick, given) for q in r["model_requests"]),
+                inner=_read(more["inner"]) if "inner" in more else None,
             )
         )
     return Trace(

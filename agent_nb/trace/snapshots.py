@@ -77,6 +77,8 @@ class ContextSnapshot(Displayable):
     """What its model really received: each request its agent sent (each tool round too), as sent."""
     warnings: tuple[str, ...] = ()
     """What went less well than asked, said as it happened (each also a ``warning`` event of the run)."""
+    inner: Trace | None = None
+    """The trace of the workflow this invocation ran whole (a sub-workflow's node), or ``None``."""
 
     @property
     def mode(self) -> str | None:
@@ -259,6 +261,8 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
                     }
                     for q in s.model_requests
                 ]
+            if s.inner is not None:  # a sub-workflow's own run
+                record["inner"] = s.inner.to_dict()
             snapshots.append(record)
         data = {"executors": list(self.executor_ids), "snapshots": snapshots, "chat": dump(self.chat)}
         if self.restored_from is not None:

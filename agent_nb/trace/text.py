@@ -276,6 +276,12 @@ class _Report:
             lambda k: lines.append(f"    … {k} state {'entry' if k == 1 else 'entries'} not shown …"),
         )
 
+        if s.inner is not None:
+            ran = ", ".join(dict.fromkeys(x.executor_id for x in s.inner))
+            self.add(lines, "ran", f"its own workflow: {_count(len(s.inner), 'invocation')} ({ran})")
+            for x in s.inner:
+                lines.extend(self.capped(f"    │ {line}") for line in self.block(x))
+
         def sent(i: int) -> None:
             x = s.sent[i]
             to = ", ".join(x.targets) or "(no downstream executor)"

@@ -35,6 +35,7 @@ from .events import (
 from .executor import Executor, FunctionExecutor, WorkflowContext, executor, handler
 from .group_chat import GroupChatBuilder, ModelManager, round_robin, said
 from .handoff import HandoffBuilder
+from .nested import WorkflowAgent, WorkflowExecutor
 from .orchestrations import SequentialBuilder
 from .requests import PendingRequest, RequestResponse
 from .result import RunResult
@@ -106,10 +107,12 @@ __all__ = [
     "SuperstepStarted",
     "TurnToken",
     "Workflow",
+    "WorkflowAgent",
     "WorkflowBuilder",
     "WorkflowCompleted",
     "WorkflowContext",
     "WorkflowEvent",
+    "WorkflowExecutor",
     "WorkflowFailed",
     "WorkflowRunStream",
     "WorkflowStarted",

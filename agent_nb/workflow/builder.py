@@ -67,7 +67,7 @@ class WorkflowBuilder:
         self._max_supersteps = None if max_supersteps is None else check_limit(max_supersteps)
         self._nodes: dict[str, Executor] = {}
         self._duplicates: dict[str, list[Executor]] = {}
-        self._wrapped: dict[int, AgentExecutor] = {}
+        self._wrapped: dict[int, Executor] = {}
         self._refs: list[str] = []
         self._groups: list[EdgeGroup] = []
         self._start: str | None = None
@@ -88,7 +88,7 @@ class WorkflowBuilder:
         elif isinstance(node, SupportsAgentRun):
             wrapped = self._wrapped.get(id(node))
             if wrapped is None:
-                wrapped = self._wrapped[id(node)] = AgentExecutor(node)
+                wrapped = self._wrapped[id(node)] = _executor_for(node)
             ex = wrapped
         else:
             raise bad_argument(
@@ -258,6 +258,15 @@ class WorkflowBuilder:
             problem(f"output_from names an agent that is not in the graph: {node!r:.60}")
             return ""
         return wrapped.id
+
+
+def _executor_for(agent: SupportsAgentRun) -> Executor:
+    """An agent's node: an ``AgentExecutor``, or for a workflow used as an agent, its ``WorkflowExecutor``."""
+    from .nested import WorkflowAgent, WorkflowExecutor
+
+    if isinstance(agent, WorkflowAgent):
+        return WorkflowExecutor(agent.workflow, id=agent.name)
+    return AgentExecutor(agent)
 
 
 def _nodes(where: str, argument: str, nodes: Any) -> Iterable[Any]:

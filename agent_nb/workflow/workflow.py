@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from .checkpoints.checkpointer import Checkpointer
     from .checkpoints.storage import CheckpointStorage
+    from .nested import WorkflowAgent
 
 __all__ = ["Workflow", "WorkflowRunStream"]
 
@@ -362,6 +363,17 @@ class Workflow(Displayable):
         if kwargs.get("stream"):
             raise UsageError("run_sync cannot stream; use 'async for event in workflow.run(..., stream=True)'")
         return run_sync(cast("Coroutine[Any, Any, RunResult]", self.run(*inputs, **kwargs)))
+
+    def as_agent(self, name: str | None = None, *, description: str | None = None) -> WorkflowAgent:
+        """The workflow as an agent: usable in another workflow, a harness, the ``Playground``, an experiment.
+
+        Each run of the agent is a run of the workflow on the messages given; its answer is the
+        workflow's output. In another workflow it runs as a ``WorkflowExecutor`` whose snapshot
+        holds this workflow's own trace.
+        """
+        from .nested import WorkflowAgent
+
+        return WorkflowAgent(self, name=name, description=description)
 
     def reset(self) -> None:
         """Forget every agent executor's cache and conversation, and any pending request: start afresh."""

@@ -1,0 +1,147 @@
+"""Workflows inside workflows: ``WorkflowExecutor`` (a node of a parent graph) and ``WorkflowAgent``.
+
+A sub-workflow runs whole inside one invocation of its node; the node's snapshot keeps the
+sub-workflow's own trace (``snapshot.inner``), so the parent's report and run view open it.
+Its answer goes downstream as an agent's would (an ``AgentExecutorResponse`` carrying the
+conversation it was given and its answer), so the next agent reads it through its context mode.
+
+``workflow.as_agent(name=...)`` makes the same workflow usable wherever an agent is: a
+``ChatAgent``'s place in another workflow (there it runs as a ``WorkflowExecutor``), a
+harness's connected agent, the ``Playground``, an experiment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..conversation import Conversation
+from ..errors import UsageError
+from ..messages import AgentResponse, AgentResponseUpdate, Message, to_messages
+from ..sessions import AgentSession
+from .agent_executor import AgentExecutorResponse
+from .executor import Executor, WorkflowContext, handler
+
+if TYPE_CHECKING:
+    from .result import RunResult
+    from .workflow import Workflow
+
+__all__ = ["WorkflowAgent", "WorkflowExecutor"]
+
+
+def _answer(result: RunResult, name: str) -> AgentResponse:
+    """What a sub-workflow answered: its outputs' messages (an agent's own), or its text, as ``name``'s reply."""
+    messages: list[Message] = []
+    for value in result.get_outputs():
+        if isinstance(value, AgentResponse):
+            messages.extend(value.messages)
+    if not messages and result.text:
+        messages = [Message("assistant", result.text, author_name=name)]
+    return AgentResponse(messages=messages)
+
+
+def _waiting(result: RunResult, name: str) -> UsageError:
+    ids = ", ".join(r.request_id for r in result.pending_requests)
+    return UsageError(
+        f"the sub-workflow {name!r} stopped to wait for answers to requests ({ids}), which its parent cannot "
+        "pass on yet; run it on its own to answer them, or give its tools no approval"
+    )
+
+
+class WorkflowExecutor(Executor):
+    """Runs a whole workflow for each message it receives; its snapshot holds that run's trace."""
+
+    kind = "workflow"
+
+    def __init__(self, workflow: Workflow, *, id: str | None = None) -> None:
+        super().__init__(id or workflow.name)
+        self.workflow = workflow
+
+    @handler
+    async def on_text(self, text: str, ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
+        await self._run([Message("user", text)], ctx)
+
+    @handler
+    async def on_message(self, message: Message, ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
+        await self._run([message], ctx)
+
+    @handler
+    async def on_messages(self, messages: list[Message], ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
+        await self._run(list(messages), ctx)
+
+    @handler
+    async def on_response(
+        self, response: AgentExecutorResponse, ctx: WorkflowContext[AgentExecutorResponse, Any]
+    ) -> None:
+        conversation = response.full_conversation or Conversation(response.agent_response.messages)
+        await self._run(list(conversation), ctx)
+
+    async def _run(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
+        result = await self.workflow.run(messages)
+        ctx.record_context(inner=result.trace)
+        if result.status == "waiting":
+            raise _waiting(result, self.id)
+        answer = _answer(result, self.id)
+        for value in result.get_outputs():
+            await ctx.yield_output(value)
+        await ctx.send_message(
+            AgentExecutorResponse(self.id, answer, Conversation(messages).extend(answer.messages, validate=False))
+        )
+
+    def snapshot_state(self) -> dict[str, Any]:
+        return {executor_id: ex.snapshot_state() for executor_id, ex in self.workflow.executors.items()}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        for executor_id, saved in state.items():
+            self.workflow.executors[executor_id].restore_state(saved)
+
+    def reset(self) -> None:
+        self.workflow.reset()
+
+
+class WorkflowAgent:
+    """A workflow used as an agent: each run is a run of the workflow on the messages given.
+
+    Its answer is the workflow's output messages (or its text, as this agent's reply); the last
+    run's result, trace included, is ``last_result``. Inside another workflow it runs as a
+    ``WorkflowExecutor``, so the parent's trace holds the sub-workflow's.
+    """
+
+    def __init__(self, workflow: Workflow, *, name: str | None = None, description: str | None = None) -> None:
+        self.workflow = workflow
+        self.name = name or workflow.name
+        self.description = description
+        self.last_result: RunResult | None = None
+
+    def create_session(self) -> AgentSession:
+        return AgentSession()
+
+    def run(self, messages: Any = None, *, session: AgentSession | None = None, stream: bool = False) -> Any:
+        given = to_messages(messages if messages is not None else [], where=f"agent {self.name!r}")
+        if stream:
+            return self._stream(given)
+        return self._respond(given)
+
+    async def _respond(self, messages: Sequence[Message]) -> AgentResponse:
+        result = await self.workflow.run(list(messages))
+        self.last_result = result
+        if result.status == "waiting":
+            raise _waiting(result, self.name)
+        return _answer(result, self.name)
+
+    async def _stream(self, messages: Sequence[Message]) -> AsyncIterator[AgentResponseUpdate]:
+        stream = self.workflow.run(list(messages), stream=True)
+        async for event in stream:
+            data = getattr(event, "data", None)
+            if event.type == "output" and isinstance(data, AgentResponseUpdate):
+                yield data
+        result = stream.result
+        self.last_result = result
+        if result is not None and result.status == "waiting":
+            raise _waiting(result, self.name)
+        if result is not None and not any(isinstance(v, AgentResponseUpdate) for v in result.get_outputs()):
+            for m in _answer(result, self.name).messages:  # a workflow whose outputs are not streamed words
+                yield AgentResponseUpdate(m.contents, role=m.role, author_name=m.author_name)
+
+    def __repr__(self) -> str:
+        return f"WorkflowAgent({self.name!r}, workflow={self.workflow.name!r})"

@@ -1,0 +1,102 @@
+"""A workflow inside a workflow (``as_agent``, ``WorkflowExecutor``): it runs whole, and the trace nests."""
+
+from __future__ import annotations
+
+import pytest
+from doubles import RecordingAgent
+
+from agent_nb import (
+    AgentExecutor,
+    ChatAgent,
+    Message,
+    MirrorChatClient,
+    ScriptedChatClient,
+    SequentialBuilder,
+    WorkflowBuilder,
+    tool,
+)
+from agent_nb.errors import StepFailed
+from agent_nb.messages import FunctionCallContent
+from agent_nb.trace.codec import dump_trace, load_trace
+from agent_nb.workflow import WorkflowAgent, WorkflowExecutor
+
+
+def research() -> tuple[object, RecordingAgent, RecordingAgent]:
+    searcher, summarizer = RecordingAgent("searcher"), RecordingAgent("summarizer")
+    return SequentialBuilder([searcher, summarizer], name="research").build(), searcher, summarizer
+
+
+async def test_a_workflow_used_as_an_agent_runs_whole_and_its_trace_nests_in_the_parents() -> None:
+    inner, searcher, _ = research()
+    planner, writer = RecordingAgent("planner"), RecordingAgent("writer")
+    agent = inner.as_agent()
+    parent = WorkflowBuilder(start_executor=planner).add_chain([planner, agent, writer]).build()
+    assert isinstance(parent.executors["research"], WorkflowExecutor)
+    result = await parent.run("Plan a rainy Sunday")
+    assert [m.text for m in searcher.seen[0]] == ["Plan a rainy Sunday", "planner saw 1"]
+    assert [(m.author_name, m.text) for m in writer.seen[0]][-1] == ("summarizer", "summarizer saw 3")
+    node = result.trace.last("research")
+    assert node.kind == "workflow" and [s.executor_id for s in node.inner] == ["searcher", "summarizer"]
+    assert len(node.inner.last("summarizer").given) == 3  # what the sub-workflow's own agents were given
+    report = str(result.trace)
+    assert "ran       its own workflow: 2 invocations (searcher, summarizer)" in report
+    assert "    │ [2] summarizer · agent · context_mode=full · answered" in report
+
+
+async def test_a_stored_trace_and_the_run_view_keep_the_sub_workflows_run() -> None:
+    inner, _, _ = research()
+    parent = (
+        WorkflowBuilder(start_executor=RecordingAgent("planner"))
+        .add_edge("planner", WorkflowExecutor(inner, id="research <b>"))
+        .build()
+    )
+    result = await parent.run("q")
+    again = load_trace(dump_trace(result.trace))
+    assert str(again) == str(result.trace) and again.last("research <b>").inner is not None
+    (_, node) = result.trace.to_dict()["snapshots"]
+    assert [s["executor_id"] for s in node["inner"]["snapshots"]] == ["searcher", "summarizer"]
+    bundle = result._repr_mimebundle_()
+    html = bundle[0]["text/html"] if isinstance(bundle, tuple) else bundle["text/html"]
+    assert "<summary>its own workflow: 2 invocations (searcher, summarizer)</summary>" in html
+    assert 'data-executor="summarizer"' in html and "research <b>" not in html  # escaped
+    assert "workflow · 2 executors" in parent.to_mermaid()
+
+
+async def test_as_agent_answers_with_the_workflows_output_and_keeps_the_last_result() -> None:
+    inner, _, _ = research()
+    agent = inner.as_agent(name="researcher", description="Finds and sums up")
+    assert isinstance(agent, WorkflowAgent) and agent.name == "researcher"
+    response = await agent.run("q")
+    assert response.text == "summarizer saw 2" and agent.last_result is not None
+    assert [s.executor_id for s in agent.last_result.trace] == ["searcher", "summarizer"]
+    updates = [u async for u in agent.run([Message("user", "q")], stream=True)]
+    assert "".join(u.text for u in updates) == "summarizer saw 2"
+
+
+async def test_a_failed_parent_run_puts_the_sub_workflow_back_as_it_was() -> None:
+    agent = ChatAgent(MirrorChatClient(), name="searcher")
+    inner = SequentialBuilder([agent], name="research").build()
+    before = inner.executors["searcher"].snapshot_state()
+    parent = (
+        WorkflowBuilder(start_executor=RecordingAgent("planner"))
+        .add_chain(["planner", WorkflowExecutor(inner), RecordingAgent("writer", fail=RuntimeError("down"))])
+        .build()
+    )
+    with pytest.raises(StepFailed, match="down"):
+        await parent.run("q")
+    assert inner.executors["searcher"].snapshot_state()["conversation"] == before["conversation"]
+
+
+@tool(requires_approval=True)
+def refund(order: str) -> str:
+    """Refund an order."""
+    return "refunded"
+
+
+async def test_a_sub_workflow_that_waits_for_an_answer_says_so_and_what_to_do() -> None:
+    call = FunctionCallContent(call_id="c1", name="refund", arguments={"order": "A7"})
+    support = ChatAgent(ScriptedChatClient([Message("assistant", [call])]), name="support", tools=[refund])
+    inner = WorkflowBuilder(start_executor=AgentExecutor(support), name="desk").build()
+    parent = WorkflowBuilder(start_executor=WorkflowExecutor(inner)).build()
+    with pytest.raises(StepFailed, match=r"sub-workflow 'desk' stopped to wait for answers to requests \(support:1\)"):
+        await parent.run("Refund A7")
