@@ -34,6 +34,8 @@ sys.path.insert(0, str(HERE))
 
 import agent_framework as maf  # noqa: E402
 import agent_nb_bench as ours  # noqa: E402
+from agent_framework.orchestrations import ConcurrentBuilder as MafConcurrentBuilder  # noqa: E402
+from agent_framework.orchestrations import GroupChatBuilder as MafGroupChatBuilder  # noqa: E402
 from agent_framework.orchestrations import SequentialBuilder as MafSequentialBuilder  # noqa: E402
 
 import agent_nb  # noqa: E402
@@ -41,7 +43,8 @@ from agent_nb.workflow import FileCheckpointStorage, InMemoryCheckpointStorage  
 
 INPUT = ours.INPUT
 MODES = ("full", "last_agent")
-SECTIONS = ("agent", "hop", "stream", "growth", "longconv", "ckpt", "seq", "import", "ours")
+SECTIONS = ("agent", "hop", "stream", "growth", "longconv", "ckpt", "seq", "group", "concurrent", "import", "ours")
+ROUNDS = 20  # the group chat: 4 participants, each in turn, for 20 rounds
 
 
 # -- the peer's side of the workload (the contract's agent, word for word in behaviour) -------------
@@ -545,6 +548,44 @@ async def section_seq(budget: Budget) -> None:
         timed_figure("seq", f"SequentialBuilder N=8 chain_only_agent_responses={only}: per hop", "µs", timings, 1e6 / 8)
 
 
+def _group_chat(lib: Library, agents: list[Any]) -> Any:
+    """Four participants, each in turn (round robin), for ``ROUNDS`` rounds."""
+    if lib.name == "peer":
+        names = [a.name for a in agents]
+        return MafGroupChatBuilder(
+            participants=agents, selection_func=lambda state: names[state.current_round % len(names)], max_rounds=ROUNDS
+        ).build()
+    return agent_nb.GroupChatBuilder(agents, max_rounds=ROUNDS).build()
+
+
+async def section_group(budget: Budget) -> None:
+    def make(lib: Library) -> Callable[[], Awaitable[Any]]:
+        agents = lib.make_agents(4)
+
+        async def once() -> None:
+            await lib.run(_group_chat(lib, agents), INPUT)  # a new chat each run: the same 20 rounds
+
+        return once
+
+    timings = await interleaved(make, budget)
+    timed_figure("group", f"GroupChatBuilder 4 participants x {ROUNDS} rounds: per round", "µs", timings, 1e6 / ROUNDS)
+
+
+async def section_concurrent(budget: Budget) -> None:
+    def make(lib: Library) -> Callable[[], Awaitable[Any]]:
+        agents = lib.make_agents(4)
+        build = MafConcurrentBuilder if lib.name == "peer" else agent_nb.ConcurrentBuilder
+        workflow = build(participants=agents).build()
+
+        async def once() -> None:
+            await lib.run(workflow, INPUT)
+
+        return once
+
+    timings = await interleaved(make, budget)
+    timed_figure("concurrent", "ConcurrentBuilder 4 participants: per participant", "µs", timings, 1e6 / 4)
+
+
 def section_import(reps: int) -> None:
     def wall(code: str) -> float:
         t0 = time.perf_counter()
@@ -675,6 +716,13 @@ def targets() -> list[tuple[str, str, bool | None]]:
                 f = find(section, f"N={n} {mode}: per hop")
                 if f and f.ratio is not None:
                     rows.append((f"{section} N={n} {mode}: agent_nb/peer ≤ 0.1", f"{f.ratio:.3f}", f.ratio <= 0.1))
+    for section, what in (
+        ("group", f"GroupChatBuilder 4 participants x {ROUNDS} rounds: per round"),
+        ("concurrent", "ConcurrentBuilder 4 participants: per participant"),
+    ):
+        f = find(section, what)
+        if f and f.ratio is not None:
+            rows.append((f"{what}: agent_nb/peer ≤ 0.1", f"{f.ratio:.3f}", f.ratio <= 0.1))
     f = find("longconv", "M=5000: per prior message per hop")
     if f and f.ratio is not None:
         rows.append(("long conversation M=5,000: agent_nb/peer ≤ 0.05", f"{f.ratio:.4f}", f.ratio <= 0.05))
@@ -859,6 +907,10 @@ async def run_all(args: argparse.Namespace) -> tuple[dict[Any, float], dict[Any,
             await section_scale(slow, (2, 8) if quick else (2, 4, 8, 16))
         if "seq" in sections:
             await section_seq(b)
+        if "group" in sections:
+            await section_group(b)
+        if "concurrent" in sections:
+            await section_concurrent(b)
         if "import" in sections:
             section_import(2 if quick else 7)
         if "ours" in sections:

@@ -27,5 +27,18 @@ def test_import_does_not_pull_heavy_or_optional_packages():
     assert json.loads(out.stdout) == []
 
 
+def test_import_leaves_the_modules_loaded_on_first_use_unloaded():
+    later = [
+        "agent_nb.tools",
+        "agent_nb.routing",
+        "agent_nb.workflow.checkpoints",
+        "agent_nb.display",
+        "agent_nb.harness",
+    ]
+    code = f"import sys, json; import agent_nb; print(json.dumps([m for m in {later!r} if m in sys.modules]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
 def test_py_typed_is_shipped():
     assert (Path(agent_nb.__file__).parent / "py.typed").exists()

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 from ..agents import ChatAgent
 from ..errors import ArgumentError, bad_argument
 from ..messages import Message
-from ..tools import FunctionTool
 from .agent_executor import AgentExecutor, AgentExecutorResponse
 from .builder import WorkflowBuilder
 from .executor import Executor, WorkflowContext, handler
@@ -30,6 +29,7 @@ from .orchestrations import agent_participants, as_agent_executors, free_id
 from .workflow import Workflow
 
 if TYPE_CHECKING:
+    from ..tools import FunctionTool
     from .checkpoints import CheckpointStorage
 
 __all__ = ["HANDOFF_PREFIX", "HandoffBuilder", "handed_to"]
@@ -183,6 +183,8 @@ def _tool_name(specialist: str) -> str:
 
 
 def _handoff_tool(name: str, specialist: AgentExecutor) -> FunctionTool:
+    from ..tools import FunctionTool  # tools are loaded on first use, not with agent_nb
+
     about = getattr(specialist.agent, "description", None)
 
     def handoff() -> str:
