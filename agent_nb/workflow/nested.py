@@ -21,6 +21,7 @@ from ..messages import AgentResponse, AgentResponseUpdate, Message, to_messages
 from ..sessions import AgentSession
 from .agent_executor import AgentExecutorResponse
 from .executor import Executor, WorkflowContext, handler
+from .requests import RequestResponse
 
 if TYPE_CHECKING:
     from .result import RunResult
@@ -43,19 +44,28 @@ def _answer(result: RunResult, name: str) -> AgentResponse:
 def _waiting(result: RunResult, name: str) -> UsageError:
     ids = ", ".join(r.request_id for r in result.pending_requests)
     return UsageError(
-        f"the sub-workflow {name!r} stopped to wait for answers to requests ({ids}), which its parent cannot "
-        "pass on yet; run it on its own to answer them, or give its tools no approval"
+        f"the sub-workflow {name!r} stopped to wait for answers to requests ({ids}); an agent cannot wait: "
+        "use the workflow as a node (WorkflowExecutor) of its parent, which passes the requests on, or run it "
+        "on its own to answer them"
     )
 
 
 class WorkflowExecutor(Executor):
-    """Runs a whole workflow for each message it receives; its snapshot holds that run's trace."""
+    """Runs a whole workflow for each message it receives; its snapshot holds that run's trace.
+
+    A request the sub-workflow makes (an approval, say) becomes a request of the parent's run;
+    once every one is answered, the sub-workflow goes on with the answers.
+    """
 
     kind = "workflow"
 
     def __init__(self, workflow: Workflow, *, id: str | None = None) -> None:
         super().__init__(id or workflow.name)
         self.workflow = workflow
+        self._asked: dict[str, str] = {}
+        """The parent's request id -> the sub-workflow's, for the requests it waits on."""
+        self._answers: dict[str, Any] = {}
+        self._given: tuple[Message, ...] = ()
 
     @handler
     async def on_text(self, text: str, ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
@@ -76,27 +86,67 @@ class WorkflowExecutor(Executor):
         conversation = response.full_conversation or Conversation(response.agent_response.messages)
         await self._run(list(conversation), ctx)
 
+    @handler
+    async def on_answer(self, answer: RequestResponse, ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
+        """An answer to a request the sub-workflow made; with the last one, it goes on."""
+        inner = self._asked.pop(answer.request_id, None)
+        if inner is None or inner not in self.workflow._pending:
+            raise UsageError(
+                f"executor {self.id!r} got an answer to {answer.request_id!r}, which its sub-workflow "
+                f"{self.workflow.name!r} does not wait on (it waits on: {', '.join(self._asked) or 'nothing'}); "
+                "a sub-workflow's requests are answered in the process that asked them"
+            )
+        self._answers[inner] = answer.value
+        if self._asked:
+            return
+        answers, self._answers = self._answers, {}
+        await self._finish(await self.workflow.run(responses=answers), ctx)
+
     async def _run(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
-        result = await self.workflow.run(messages)
+        self._given = tuple(messages)
+        await self._finish(await self.workflow.run(messages), ctx)
+
+    async def _finish(self, result: RunResult, ctx: WorkflowContext[Any, Any]) -> None:
         ctx.record_context(inner=result.trace)
-        if result.status == "waiting":
-            raise _waiting(result, self.id)
+        if result.status == "waiting":  # its requests become the parent run's
+            for request in result.pending_requests:
+                self._asked[ctx.request_info(request.data, request.response_type)] = request.request_id
+            return
         answer = _answer(result, self.id)
         for value in result.get_outputs():
             await ctx.yield_output(value)
-        await ctx.send_message(
-            AgentExecutorResponse(self.id, answer, Conversation(messages).extend(answer.messages, validate=False))
-        )
+        conversation = Conversation(list(self._given)).extend(answer.messages, validate=False)
+        await ctx.send_message(AgentExecutorResponse(self.id, answer, conversation))
 
     def snapshot_state(self) -> dict[str, Any]:
-        return {executor_id: ex.snapshot_state() for executor_id, ex in self.workflow.executors.items()}
+        inner = self.workflow
+        return {
+            "executors": {eid: ex.snapshot_state() for eid, ex in inner.executors.items()},
+            "waiting": (inner._pending, inner._fan_in_waiting, inner._request_seq, inner._pending_kwargs),
+            "asked": dict(self._asked),
+            "answers": dict(self._answers),
+            "given": self._given,
+        }
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """A checkpoint keeps the sub-workflow's executors and what this node waits on (not its requests' types)."""
+        state = self.snapshot_state()
+        del state["waiting"]
+        state["executors"] = {eid: ex.checkpoint_state() for eid, ex in self.workflow.executors.items()}
+        return state
 
     def restore_state(self, state: dict[str, Any]) -> None:
-        for executor_id, saved in state.items():
+        for executor_id, saved in state.get("executors", {}).items():
             self.workflow.executors[executor_id].restore_state(saved)
+        if "waiting" in state:
+            inner = self.workflow
+            inner._pending, inner._fan_in_waiting, inner._request_seq, inner._pending_kwargs = state["waiting"]
+        self._asked, self._answers = dict(state.get("asked", {})), dict(state.get("answers", {}))
+        self._given = tuple(state.get("given", ()))
 
     def reset(self) -> None:
         self.workflow.reset()
+        self._asked, self._answers, self._given = {}, {}, ()
 
 
 class WorkflowAgent:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from doubles import RecordingAgent
 
-from agent_nb import AgentExecutor, ChatAgent, FunctionChatClient, Message, ScriptedChatClient
+from agent_nb import AgentExecutor, ChatAgent, FunctionChatClient, Message, ScriptedChatClient, tool
 from agent_nb.errors import ArgumentError
 from agent_nb.messages import FunctionCallContent
-from agent_nb.workflow import HandoffBuilder
+from agent_nb.workflow import FileCheckpointStorage, HandoffBuilder
 
 HISTORY = [
     Message("user", "Hello"),
@@ -106,3 +108,45 @@ def _handoff_to_billing() -> str:
 
 
 _handoff_to_billing.__name__ = "handoff_to_billing"
+
+
+async def test_a_hand_off_streams_the_specialists_words_as_the_output() -> None:
+    triage, _ = triage_that(handoff("billing"))
+    wf = HandoffBuilder(triage, [RecordingAgent("billing")]).build()
+    events = [e async for e in wf.run(HISTORY, stream=True)]
+    assert {e.executor_id for e in events if e.type == "output"} == {"billing"}
+    assert "".join(e.data.text for e in events if e.type == "output") == "billing saw 3"
+    assert {e.executor_id for e in events if e.type == "intermediate"} == {"triage"}
+
+
+@tool(requires_approval=True)
+def refund(order: str) -> str:
+    """Refund an order."""
+    return "refunded"
+
+
+def desk(storage: object = None, *, answered: bool = False) -> object:
+    call = FunctionCallContent(call_id="c1", name="refund", arguments={"order": "A7"})
+    script = ["Refunded."] if answered else [Message("assistant", [call]), "Refunded."]
+    billing = ChatAgent(ScriptedChatClient(script), name="billing", tools=[refund])
+    triage, _ = triage_that(handoff("billing"))
+    return HandoffBuilder(triage, [billing], checkpoint_storage=storage).build()
+
+
+async def test_a_specialist_waiting_for_approval_is_answered_in_memory_or_from_a_checkpoint(tmp_path: Path) -> None:
+    wf = desk()
+    first = await wf.run("I was charged twice")
+    (request,) = first.pending_requests
+    assert request.executor_id == "billing"
+    done = await wf.run(responses={request.request_id: True})
+    assert [o.text for o in done.get_outputs()] == ["Refunded."]
+
+    storage = FileCheckpointStorage(tmp_path)
+    first = await desk(storage).run("I was charged twice")
+    again = desk(storage, answered=True)
+    done = await again.run(
+        checkpoint_id=first.checkpoint_id,
+        checkpoint_storage=storage,
+        responses={first.pending_requests[0].request_id: True},
+    )
+    assert done.status == "completed" and [o.text for o in done.get_outputs()] == ["Refunded."]

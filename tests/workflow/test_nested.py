@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from doubles import RecordingAgent
 
@@ -18,7 +20,7 @@ from agent_nb import (
 from agent_nb.errors import StepFailed
 from agent_nb.messages import FunctionCallContent
 from agent_nb.trace.codec import dump_trace, load_trace
-from agent_nb.workflow import WorkflowAgent, WorkflowExecutor
+from agent_nb.workflow import FileCheckpointStorage, WorkflowAgent, WorkflowExecutor
 
 
 def research() -> tuple[object, RecordingAgent, RecordingAgent]:
@@ -93,10 +95,55 @@ def refund(order: str) -> str:
     return "refunded"
 
 
-async def test_a_sub_workflow_that_waits_for_an_answer_says_so_and_what_to_do() -> None:
+def desk(answered: bool = False) -> object:
     call = FunctionCallContent(call_id="c1", name="refund", arguments={"order": "A7"})
-    support = ChatAgent(ScriptedChatClient([Message("assistant", [call])]), name="support", tools=[refund])
-    inner = WorkflowBuilder(start_executor=AgentExecutor(support), name="desk").build()
-    parent = WorkflowBuilder(start_executor=WorkflowExecutor(inner)).build()
-    with pytest.raises(StepFailed, match=r"sub-workflow 'desk' stopped to wait for answers to requests \(support:1\)"):
+    script = ["Refunded."] if answered else [Message("assistant", [call]), "Refunded."]
+    support = ChatAgent(ScriptedChatClient(script), name="support", tools=[refund])
+    return WorkflowBuilder(start_executor=AgentExecutor(support), name="desk").build()
+
+
+async def test_a_sub_workflows_request_becomes_the_parents_and_its_answer_lets_the_sub_workflow_go_on() -> None:
+    writer = RecordingAgent("writer")
+    parent = WorkflowBuilder(start_executor=WorkflowExecutor(desk())).add_edge("desk", writer).build()
+    first = await parent.run("Refund A7")
+    (request,) = first.pending_requests
+    assert first.status == "waiting" and request.executor_id == "desk" and "refund" in request.prompt
+    assert writer.calls == [] and first.trace.last("desk").inner.last("support").status == "waiting"
+    done = await parent.run(responses={request.request_id: True})
+    assert done.status == "completed"
+    seen = [m.text for m in writer.seen[0]]
+    assert seen[0] == "Refund A7" and seen[-1] == "Refunded."  # the sub-workflow's answer, its tool work handed over
+    assert done.trace.last("desk").inner.last("support").response.text == "Refunded."
+
+
+async def test_a_failed_answering_run_leaves_the_sub_workflow_waiting_as_it_was() -> None:
+    parent = (
+        WorkflowBuilder(start_executor=WorkflowExecutor(desk()))
+        .add_edge("desk", RecordingAgent("writer", fail=RuntimeError("down")))
+        .build()
+    )
+    (request,) = (await parent.run("Refund A7")).pending_requests
+    inner = parent.executors["desk"].workflow
+    with pytest.raises(StepFailed, match="down"):
+        await parent.run(responses={request.request_id: True})
+    assert [r.executor_id for r in inner.pending_requests] == ["support"]  # put back, as the parent's run was
+
+
+async def test_a_workflow_used_as_an_agent_cannot_wait_and_says_what_to_do() -> None:
+    parent = WorkflowBuilder(start_executor=AgentExecutor(desk().as_agent())).build()
+    with pytest.raises(
+        StepFailed, match=r"sub-workflow 'desk' stopped to wait for answers .*use the workflow as a node"
+    ):
         await parent.run("Refund A7")
+
+
+async def test_a_waiting_sub_workflow_is_checkpointed_and_a_new_process_says_it_cannot_answer_for_it(
+    tmp_path: Path,
+) -> None:
+    storage = FileCheckpointStorage(tmp_path)
+    parent = WorkflowBuilder(start_executor=WorkflowExecutor(desk()), checkpoint_storage=storage).build()
+    first = await parent.run("Refund A7")
+    assert first.status == "waiting" and first.checkpoint_id is not None
+    again = WorkflowBuilder(start_executor=WorkflowExecutor(desk(answered=True)), checkpoint_storage=storage).build()
+    with pytest.raises(StepFailed, match="a sub-workflow's requests are answered in the process that asked them"):
+        await again.run(checkpoint_id=first.checkpoint_id, responses={first.pending_requests[0].request_id: True})
