@@ -97,9 +97,11 @@ class Dialogue:
         session: AgentSession | None = None,
         filters: Mapping[str, Filter] | None = None,
     ) -> None:
-        from .workflow import AgentExecutor, Workflow, WorkflowBuilder
+        from .workflow import AgentExecutor, Workflow, WorkflowAgent, WorkflowBuilder
         from .workflow.filters import user_messages, users_and_last_reply
 
+        if isinstance(target, WorkflowAgent):  # a workflow used as an agent: its own agents, modes and routes
+            target = target.workflow
         if isinstance(target, Workflow):
             self.workflow = target
         else:

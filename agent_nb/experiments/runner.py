@@ -23,7 +23,7 @@ from ..messages import Message
 from ..routing import RoutingChatClient
 from ..trace import Trace
 from ..trace.codec import dump_trace
-from ..workflow import CONTEXT_MODES, AgentExecutor, Workflow, WorkflowBuilder
+from ..workflow import CONTEXT_MODES, AgentExecutor, Workflow, WorkflowAgent, WorkflowBuilder
 from .cells import Cell, measure
 from .configs import config_label
 from .inputs import Case
@@ -177,6 +177,8 @@ def make_target(spec: Spec, config: Mapping[str, Any], case: Case) -> Any:
     """What ``build`` makes for this cell: a Workflow or a Harness (an agent becomes a one-executor workflow)."""
     assert spec.build is not None
     made = spec.build(dict(config), case) if spec.with_case else spec.build(dict(config))
+    if isinstance(made, WorkflowAgent):  # a workflow used as an agent: its own trace, agent by agent
+        return made.workflow
     if isinstance(made, Workflow) or _is_harness(made):
         return made
     if callable(getattr(made, "run", None)) and callable(getattr(made, "create_session", None)):

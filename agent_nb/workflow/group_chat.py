@@ -121,12 +121,8 @@ class Manager(Executor):
         termination: Callable[..., Any] | None,
     ) -> None:
         super().__init__(id)
-        self.participants, self.pick, self.max_rounds, self.termination = (
-            tuple(participants),
-            pick,
-            max_rounds,
-            termination,
-        )
+        self.participants = tuple(participants)
+        self.pick, self.max_rounds, self.termination = pick, max_rounds, termination
         self._conversation: Conversation = EMPTY
         self._round = 0
         self._speakers: tuple[str, ...] = ()
@@ -161,11 +157,11 @@ class Manager(Executor):
         ended = None
         if self._round >= self.max_rounds:
             ended = f"max_rounds={self.max_rounds} reached"
-        elif self.termination is not None and self._round and await _maybe(self.termination(list(conversation))):
+        elif self.termination is not None and self._round and await _maybe(self.termination(conversation)):
             ended = f"{getattr(self.termination, '__name__', 'termination')} was met"
         speaker = None
         if ended is None:
-            speaker = await _maybe(self.pick(list(conversation), self.participants, self._round + 1))
+            speaker = await _maybe(self.pick(conversation, self.participants, self._round + 1))  # a view: no copy
             if speaker is None:
                 ended = "the manager ended it"
             elif speaker not in self.participants:

@@ -269,3 +269,20 @@ async def test_in_a_sequential_chain_every_participants_words_stream_live_not_on
     finally:
         playground.LIVE_EVERY = old
     assert [executor for executor, _ in pg.dialogue.exchanges[0].answers] == ["first", "second"]
+
+
+async def test_a_workflow_used_as_an_agent_talks_in_the_playground_with_its_own_agents():
+    from agent_nb import SequentialBuilder
+
+    research = SequentialBuilder(
+        [ChatAgent(MirrorChatClient(), name="searcher"), ChatAgent(MirrorChatClient(), name="summarizer")],
+        name="research",
+    ).build()
+    pg = Playground(research.as_agent())
+    await pg.send("Plan a rainy Sunday")
+    (exchange,) = pg.dialogue.exchanges
+    assert exchange.answer.startswith("I see 2 messages") and [a for a, _ in exchange.answers] == [
+        "searcher",
+        "summarizer",
+    ]
+    assert list(pg.modes) == ["searcher", "summarizer"]  # its own agents, each with its mode switcher

@@ -147,3 +147,16 @@ async def test_a_waiting_sub_workflow_is_checkpointed_and_a_new_process_says_it_
     again = WorkflowBuilder(start_executor=WorkflowExecutor(desk(answered=True)), checkpoint_storage=storage).build()
     with pytest.raises(StepFailed, match="a sub-workflow's requests are answered in the process that asked them"):
         await again.run(checkpoint_id=first.checkpoint_id, responses={first.pending_requests[0].request_id: True})
+
+
+async def test_an_experiment_over_a_workflow_used_as_an_agent_measures_its_own_agents() -> None:
+    from agent_nb.experiments import Experiment, scorers
+
+    def build(config: dict[str, object]) -> object:
+        return research()[0].as_agent()
+
+    result = await Experiment(build, inputs=["a", "b"], scorers=[scorers.contains("saw")], name="nested").run(
+        progress=False
+    )
+    (cell, _) = list(result.cells())
+    assert set(cell.executors) == {"searcher", "summarizer"} and cell.scores == {"contains('saw')": True}
