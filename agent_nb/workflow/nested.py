@@ -5,9 +5,9 @@ sub-workflow's own trace (``snapshot.inner``), so the parent's report and run vi
 Its answer goes downstream as an agent's would (an ``AgentExecutorResponse`` carrying the
 conversation it was given and its answer), so the next agent reads it through its context mode.
 
-``workflow.as_agent(name=...)`` makes the same workflow usable wherever an agent is: a
-``ChatAgent``'s place in another workflow (there it runs as a ``WorkflowExecutor``), a
-harness's connected agent, the ``Playground``, an experiment.
+``workflow.as_agent(name=...)`` makes the same workflow usable where an agent is: a
+``ChatAgent``'s place in another workflow (there it runs as a ``WorkflowExecutor``), the
+``Playground`` and an experiment (both run the workflow itself, its agents one by one).
 """
 
 from __future__ import annotations

@@ -365,7 +365,7 @@ class Workflow(Displayable):
         return run_sync(cast("Coroutine[Any, Any, RunResult]", self.run(*inputs, **kwargs)))
 
     def as_agent(self, name: str | None = None, *, description: str | None = None) -> WorkflowAgent:
-        """The workflow as an agent: usable in another workflow, a harness, the ``Playground``, an experiment.
+        """The workflow as an agent: usable in another workflow, the ``Playground``, an experiment.
 
         Each run of the agent is a run of the workflow on the messages given; its answer is the
         workflow's output. In another workflow it runs as a ``WorkflowExecutor`` whose snapshot
