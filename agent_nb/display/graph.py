@@ -76,9 +76,8 @@ class Graph:
 
 
 def _mode_of(executor: object) -> str | None:
-    inner = getattr(executor, "workflow", None)
-    if getattr(executor, "kind", None) == "workflow" and inner is not None:  # a sub-workflow: what it holds
-        return f"{len(inner.executors)} executors"
+    if getattr(executor, "kind", None) == "workflow":  # a sub-workflow: what it holds
+        return f"{len(executor.workflow.executors)} executors"  # type: ignore[attr-defined]
     mode = getattr(executor, "context_mode", None)
     if mode is None:
         return None

@@ -24,7 +24,7 @@ from ..messages import AgentResponse, Message
 from .agent_executor import AgentExecutor, AgentExecutorResponse
 from .builder import WorkflowBuilder
 from .executor import Executor, WorkflowContext, handler
-from .handed import ConversationSoFar, conversation_so_far
+from .handed import TakesTheInput, conversation_so_far
 from .orchestrations import agent_participants, as_agent_executors, free_id
 from .workflow import Workflow
 
@@ -57,26 +57,17 @@ def _author(answer: AgentResponse) -> str:
     return next((m.author_name for m in answer.messages if m.author_name), "?")
 
 
-class Dispatch(Executor):
+class Dispatch(TakesTheInput):
     """Hands the run's input to every participant at once (one object, shared: nothing is copied)."""
 
     kind = "dispatch"
 
-    @handler
-    async def from_text(self, text: str, ctx: WorkflowContext[ConversationSoFar]) -> None:
-        await ctx.send_message(conversation_so_far([Message("user", text)], self.id))
-
-    @handler
-    async def from_message(self, message: Message, ctx: WorkflowContext[ConversationSoFar]) -> None:
-        await ctx.send_message(conversation_so_far([message], self.id))
-
-    @handler
-    async def from_messages(self, messages: list[Message], ctx: WorkflowContext[ConversationSoFar]) -> None:
+    async def take(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
         if not messages:
             raise ValueError(
                 f"executor {self.id!r} was given an empty list: there is nothing to hand out; send a question"
             )
-        await ctx.send_message(conversation_so_far(list(messages), self.id))
+        await ctx.send_message(conversation_so_far(messages, self.id))
 
 
 class Aggregate(Executor):

@@ -24,8 +24,8 @@ from ..errors import ArgumentError, UsageError, bad_argument, did_you_mean
 from ..messages import Message
 from .agent_executor import AgentExecutor, AgentExecutorResponse
 from .builder import WorkflowBuilder
-from .executor import Executor, WorkflowContext, handler
-from .handed import ConversationSoFar, conversation_so_far
+from .executor import WorkflowContext, handler
+from .handed import ConversationSoFar, TakesTheInput, conversation_so_far
 from .orchestrations import agent_participants, as_agent_executors, free_id
 from .workflow import Workflow
 
@@ -107,7 +107,7 @@ class ModelManager:
         )
 
 
-class Manager(Executor):
+class Manager(TakesTheInput):
     """Keeps the shared conversation, picks each round's speaker, and ends the chat."""
 
     kind = "manager"
@@ -124,20 +124,8 @@ class Manager(Executor):
         self.participants = tuple(participants)
         self.pick, self.max_rounds, self.termination = pick, max_rounds, termination
         self._conversation: Conversation = EMPTY
-        self._round = 0
         self._speakers: tuple[str, ...] = ()
-
-    @handler
-    async def on_text(self, text: str, ctx: WorkflowContext[ConversationSoFar, Transcript]) -> None:
-        await self._start([Message("user", text)], ctx)
-
-    @handler
-    async def on_message(self, message: Message, ctx: WorkflowContext[ConversationSoFar, Transcript]) -> None:
-        await self._start([message], ctx)
-
-    @handler
-    async def on_messages(self, messages: list[Message], ctx: WorkflowContext[ConversationSoFar, Transcript]) -> None:
-        await self._start(list(messages), ctx)
+        """Who spoke in this run's rounds, in order (their number is the rounds so far)."""
 
     @handler
     async def on_reply(
@@ -146,22 +134,22 @@ class Manager(Executor):
         self._conversation = self._conversation.extend(answer.agent_response.messages, validate=False)
         await self._next(ctx)
 
-    async def _start(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
+    async def take(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
         """A new input joins the conversation so far (a chat goes on across runs); the rounds count anew."""
         self._conversation = self._conversation.extend(messages)
-        self._round, self._speakers = 0, ()
+        self._speakers = ()
         await self._next(ctx)
 
     async def _next(self, ctx: WorkflowContext[Any, Any]) -> None:
-        conversation = self._conversation
+        conversation, rounds = self._conversation, len(self._speakers)
         ended = None
-        if self._round >= self.max_rounds:
+        if rounds >= self.max_rounds:
             ended = f"max_rounds={self.max_rounds} reached"
-        elif self.termination is not None and self._round and await _maybe(self.termination(conversation)):
+        elif self.termination is not None and rounds and await _maybe(self.termination(conversation)):
             ended = f"{getattr(self.termination, '__name__', 'termination')} was met"
         speaker = None
         if ended is None:
-            speaker = await _maybe(self.pick(conversation, self.participants, self._round + 1))  # a view: no copy
+            speaker = await _maybe(self.pick(conversation, self.participants, rounds + 1))  # a view: no copy
             if speaker is None:
                 ended = "the manager ended it"
             elif speaker not in self.participants:
@@ -173,20 +161,18 @@ class Manager(Executor):
         if speaker is None:
             await ctx.yield_output(Transcript(conversation))
             return
-        self._round += 1
         self._speakers += (speaker,)
         await ctx.send_message(conversation_so_far(conversation, self.id), target_id=speaker)
 
     def snapshot_state(self) -> dict[str, Any]:
-        return {"conversation": self._conversation, "round": self._round, "speakers": self._speakers}
+        return {"conversation": self._conversation, "speakers": self._speakers}
 
     def restore_state(self, state: dict[str, Any]) -> None:
-        self._conversation = state["conversation"]
-        self._round, self._speakers = state["round"], tuple(state["speakers"])
+        self._conversation, self._speakers = state["conversation"], tuple(state["speakers"])
 
     def reset(self) -> None:
         """Forget the conversation: the next run starts a new chat."""
-        self._conversation, self._round, self._speakers = EMPTY, 0, ()
+        self._conversation, self._speakers = EMPTY, ()
 
 
 async def _maybe(value: Any) -> Any:

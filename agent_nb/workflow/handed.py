@@ -1,7 +1,8 @@
-"""``ConversationSoFar``: a conversation handed to an agent executor so that its context mode applies.
+"""A builder's own step, at both ends: what it takes (``TakesTheInput``) and what it hands on.
 
-A builder's own step (a concurrent dispatch, a group chat's manager) is not an agent, yet what it
-hands on should be read like another agent's answer: ``full`` keeps the whole conversation,
+A builder's step (a concurrent dispatch, a group chat's manager, a sub-workflow's node) takes the
+run's input in any form. It is not an agent, yet what it hands on (``ConversationSoFar``) should
+be read like another agent's answer: ``full`` keeps the whole conversation,
 ``last_agent`` the last speaker's words (the trailing messages of one role and author),
 ``custom`` what its filter keeps.
 """
@@ -10,12 +11,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..conversation import Conversation
 from ..messages import AgentResponse, Message
 from .agent_executor import AgentExecutorResponse
+from .executor import Executor, WorkflowContext, handler
 
-__all__ = ["ConversationSoFar", "conversation_so_far"]
+__all__ = ["ConversationSoFar", "TakesTheInput", "conversation_so_far"]
+
+
+class TakesTheInput(Executor):
+    """A builder's step that takes the run's input in any form — a text, a message, a list of messages.
+
+    Subclasses define ``take(messages, ctx)``; a text becomes one ``user`` message.
+    """
+
+    @handler
+    async def from_text(self, text: str, ctx: WorkflowContext[Any, Any]) -> None:
+        await self.take([Message("user", text)], ctx)
+
+    @handler
+    async def from_message(self, message: Message, ctx: WorkflowContext[Any, Any]) -> None:
+        await self.take([message], ctx)
+
+    @handler
+    async def from_messages(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
+        await self.take(list(messages), ctx)
+
+    async def take(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)

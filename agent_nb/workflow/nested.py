@@ -12,7 +12,7 @@ conversation it was given and its answer), so the next agent reads it through it
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ..conversation import Conversation
@@ -20,7 +20,8 @@ from ..errors import UsageError
 from ..messages import AgentResponse, AgentResponseUpdate, Message, to_messages
 from ..sessions import AgentSession
 from .agent_executor import AgentExecutorResponse
-from .executor import Executor, WorkflowContext, handler
+from .executor import WorkflowContext, handler
+from .handed import TakesTheInput
 from .requests import RequestResponse
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _waiting(result: RunResult, name: str) -> UsageError:
     )
 
 
-class WorkflowExecutor(Executor):
+class WorkflowExecutor(TakesTheInput):
     """Runs a whole workflow for each message it receives; its snapshot holds that run's trace.
 
     A request the sub-workflow makes (an approval, say) becomes a request of the parent's run;
@@ -68,23 +69,11 @@ class WorkflowExecutor(Executor):
         self._given: tuple[Message, ...] = ()
 
     @handler
-    async def on_text(self, text: str, ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
-        await self._run([Message("user", text)], ctx)
-
-    @handler
-    async def on_message(self, message: Message, ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
-        await self._run([message], ctx)
-
-    @handler
-    async def on_messages(self, messages: list[Message], ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
-        await self._run(list(messages), ctx)
-
-    @handler
     async def on_response(
         self, response: AgentExecutorResponse, ctx: WorkflowContext[AgentExecutorResponse, Any]
     ) -> None:
         conversation = response.full_conversation or Conversation(response.agent_response.messages)
-        await self._run(list(conversation), ctx)
+        await self.take(list(conversation), ctx)
 
     @handler
     async def on_answer(self, answer: RequestResponse, ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
@@ -102,7 +91,7 @@ class WorkflowExecutor(Executor):
         answers, self._answers = self._answers, {}
         await self._finish(await self.workflow.run(responses=answers), ctx)
 
-    async def _run(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
+    async def take(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
         self._given = tuple(messages)
         await self._finish(await self.workflow.run(messages), ctx)
 
@@ -172,15 +161,15 @@ class WorkflowAgent:
             return self._stream(given)
         return self._respond(given)
 
-    async def _respond(self, messages: Sequence[Message]) -> AgentResponse:
-        result = await self.workflow.run(list(messages))
+    async def _respond(self, messages: list[Message]) -> AgentResponse:
+        result = await self.workflow.run(messages)
         self.last_result = result
         if result.status == "waiting":
             raise _waiting(result, self.name)
         return _answer(result, self.name)
 
-    async def _stream(self, messages: Sequence[Message]) -> AsyncIterator[AgentResponseUpdate]:
-        stream = self.workflow.run(list(messages), stream=True)
+    async def _stream(self, messages: list[Message]) -> AsyncIterator[AgentResponseUpdate]:
+        stream = self.workflow.run(messages, stream=True)
         async for event in stream:
             data = getattr(event, "data", None)
             if event.type == "output" and isinstance(data, AgentResponseUpdate):

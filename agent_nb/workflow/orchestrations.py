@@ -11,7 +11,8 @@ from ..errors import ArgumentError, bad_argument
 from ..messages import Message
 from .agent_executor import AgentExecutor, ContextMode
 from .builder import WorkflowBuilder
-from .executor import Executor, WorkflowContext, handler
+from .executor import Executor, WorkflowContext
+from .handed import TakesTheInput
 from .workflow import Workflow
 
 __all__ = ["SequentialBuilder", "agent_participants", "as_agent_executors", "free_id"]
@@ -20,22 +21,13 @@ Participant = Union[SupportsAgentRun, Executor]  # noqa: UP007
 OutputFrom = Union[Literal["last", "all"], Sequence[Union[str, Participant]]]  # noqa: UP007
 
 
-class InputToConversation(Executor):
+class InputToConversation(TakesTheInput):
     """The chain's first step when its first participant takes a conversation: the input as messages."""
 
     kind = "input"
 
-    @handler
-    async def from_text(self, text: str, ctx: WorkflowContext[list[Message]]) -> None:
-        await ctx.send_message([Message("user", text)])
-
-    @handler
-    async def from_message(self, message: Message, ctx: WorkflowContext[list[Message]]) -> None:
-        await ctx.send_message([message])
-
-    @handler
-    async def from_messages(self, messages: list[Message], ctx: WorkflowContext[list[Message]]) -> None:
-        await ctx.send_message(list(messages))
+    async def take(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
+        await ctx.send_message(messages)
 
 
 class SequentialBuilder:
