@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import agent_framework as maf
 import pytest
@@ -11,6 +12,7 @@ from framework_doubles import ScriptedFrameworkClient
 from agent_nb import (
     AgentSession,
     ChatAgent,
+    FunctionChatClient,
     Message,
     MirrorChatClient,
     RoutingChatClient,
@@ -18,8 +20,10 @@ from agent_nb import (
     SequentialBuilder,
 )
 from agent_nb.agents.requests import recording
+from agent_nb.clients.replay import cassette_client
 from agent_nb.contents import FunctionCallContent
 from agent_nb.errors import ArgumentError, ServiceManagedHistoryError, StepFailed
+from agent_nb.experiments import Experiment, scorers
 from agent_nb.interop.agent_framework import AgentNbChatClient, FrameworkAgent, FrameworkChatClient
 from agent_nb.messages import AgentResponseUpdate
 
@@ -160,3 +164,36 @@ async def test_an_agent_framework_client_is_a_route_beside_an_agent_nb_one_and_s
 
     with pytest.raises(ArgumentError, match="a non-empty str: the agent has no name of its own"):
         FrameworkAgent(Nameless())
+
+
+async def test_an_agent_framework_client_is_recorded_and_replayed_offline(tmp_path: Path) -> None:
+    path = tmp_path / "framework.json"
+    af_client = ScriptedFrameworkClient([maf.Message("assistant", ["It is sunny."])])
+    recorder = cassette_client(path, lambda: FrameworkChatClient(af_client), record=True)
+    assert (await ChatAgent(recorder, name="a").run("Weather in Porto?")).text == "It is sunny."
+    replay = cassette_client(path, lambda: FrameworkChatClient(ScriptedFrameworkClient([])), record=False)
+    assert (await ChatAgent(replay, name="a").run("Weather in Porto?")).text == "It is sunny."
+    assert len(af_client.got) == 1  # the replay asked nobody
+
+
+async def test_an_experiment_compares_context_modes_of_an_agent_framework_agent() -> None:
+    def reply(messages: list[Message], options: object) -> str:
+        return "budget noted" if any("budget" in m.text for m in messages) else "no budget"
+
+    af_agent = maf.Agent(AgentNbChatClient(FunctionChatClient(reply)), name="writer")
+    planner = ChatAgent(FunctionChatClient(lambda m, o: "Plan ready."), name="planner")
+    workflow = SequentialBuilder(participants=[planner, FrameworkAgent(af_agent)]).build()
+    exp = Experiment(
+        workflow,
+        inputs=["Trip with a budget of 500", "Trip with a budget of 90"],
+        grid={"writer.context_mode": ["full", "last_agent"]},
+        scorers=[scorers.had_in_context("writer", "budget")],
+    )
+    result = await exp.run()
+    table = result.by("writer.context_mode")
+    by_mode = {
+        row.config["writer.context_mode"]: row.scores["had_in_context('writer', 'budget')"].mean for row in table.rows
+    }
+    assert by_mode == {"full": 1.0, "last_agent": 0.0}  # last_agent hands it only the planner's words
+    outputs = {(c.config["writer.context_mode"], c.output) for c in result.cells()}
+    assert outputs == {("full", "budget noted"), ("last_agent", "no budget")}
