@@ -45,6 +45,8 @@ class Node:
     status: str | None = None
     """``not run``, ``restored`` (put back from a checkpoint, not run since), ``ran``, ``warned`` (ran,
     with a warning), ``failed`` or ``waiting``; ``None`` when there is no run to show."""
+    inner: Graph | None = None
+    """A sub-workflow's own graph (with its run's statuses), drawn inside the node's box."""
 
     @property
     def caption(self) -> str:
@@ -98,6 +100,14 @@ def _status(trace: Trace, executor_id: str) -> str:
     return "ran" if any(s.status in ("answered", "ran") for s in snaps) else "waiting"
 
 
+def _inner(executor: object, eid: str, trace: Trace | None) -> Graph | None:
+    """A sub-workflow node's own graph; with a trace, the statuses of its last run inside this one."""
+    if getattr(executor, "kind", None) != "workflow":
+        return None
+    ran = [s.inner for s in trace if s.executor_id == eid and s.inner is not None] if trace is not None else []
+    return graph_of(executor.workflow, ran[-1] if ran else None)  # type: ignore[attr-defined]
+
+
 def graph_of(workflow: Workflow, trace: Trace | None = None) -> Graph:
     """The graph of ``workflow``; with a ``trace``, each node's status and the modes that run used."""
     nodes = []
@@ -109,7 +119,7 @@ def graph_of(workflow: Workflow, trace: Trace | None = None) -> Graph:
             ran = [s.mode for s in trace if s.executor_id == eid and s.mode]
             if ran:  # the mode of that run, which may differ from the executor's mode now
                 mode = ran[-1]
-        nodes.append(Node(eid, ex.kind, mode, eid == workflow.start_executor_id, status))
+        nodes.append(Node(eid, ex.kind, mode, eid == workflow.start_executor_id, status, _inner(ex, eid, trace)))
     links = tuple(
         Link(e.source, e.target, e.kind, e.label, e.condition is not None or e.label is not None)
         for e in workflow.edges
@@ -123,6 +133,10 @@ def graph_of(workflow: Workflow, trace: Trace | None = None) -> Graph:
 @dataclass
 class _Layout:
     pos: dict[str, tuple[float, float]] = field(default_factory=dict)
+    size: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Each node's width and height: a sub-workflow's box holds its own graph."""
+    inner: dict[str, _Layout] = field(default_factory=dict)
+    """The layout of each sub-workflow's own graph, inside its box."""
     back: set[tuple[str, str]] = field(default_factory=set)
     layer: dict[str, int] = field(default_factory=dict)
     right: float = 0.0
@@ -197,31 +211,40 @@ def check_direction(direction: str) -> Direction:
     return direction  # type: ignore[return-value]
 
 
+NEST_HEAD = 28
+"""Room at the top of a sub-workflow's box for its own id and caption, above its graph (whose margin adds more)."""
+
+
 def layout(graph: Graph, direction: Direction = "TB") -> _Layout:
     check_direction(direction)
     back = _back_edges(graph)
     layers = _layers(graph, back)
-    widest = max((len(layer) for layer in layers), default=1)
     result = _Layout(back=back, direction=direction)
+    for node in graph.nodes:
+        result.size[node.id] = (NODE_W, NODE_H)
+        if node.inner is not None:
+            sub = result.inner[node.id] = layout(node.inner, direction)
+            result.size[node.id] = (max(NODE_W, sub.width), NEST_HEAD + sub.height)
     side = 40 if back else 0  # room for back edges curving around the right side (below, across)
-    if direction == "LR":
-        for r, layer in enumerate(layers):
-            offset = (widest - len(layer)) * (NODE_H + LR_GAP_Y) / 2
-            for k, eid in enumerate(layer):
-                result.pos[eid] = (PAD + r * (NODE_W + LR_GAP_X), PAD + offset + k * (NODE_H + LR_GAP_Y))
-                result.layer[eid] = r
-        result.right = PAD + widest * NODE_H + (widest - 1) * LR_GAP_Y
-        result.width = PAD * 2 + len(layers) * NODE_W + (len(layers) - 1) * LR_GAP_X
-        result.height = result.right + PAD + side
-        return result
+    across = direction == "LR"
+    along, gap_along, gap_between = (1, LR_GAP_Y, LR_GAP_X) if across else (0, GAP_X, GAP_Y)
+    extent = [sum(result.size[e][along] for e in layer) + (len(layer) - 1) * gap_along for layer in layers]
+    widest = max(extent, default=0.0)
+    at = float(PAD)  # where the next layer starts, down the page (across it)
     for r, layer in enumerate(layers):
-        offset = (widest - len(layer)) * (NODE_W + GAP_X) / 2
-        for k, eid in enumerate(layer):
-            result.pos[eid] = (PAD + offset + k * (NODE_W + GAP_X), PAD + r * (NODE_H + GAP_Y))
+        k = PAD + (widest - extent[r]) / 2  # a layer is centred on the widest (tallest, across)
+        for eid in layer:
+            result.pos[eid] = (at, k) if across else (k, at)
             result.layer[eid] = r
-    result.right = PAD + widest * NODE_W + (widest - 1) * GAP_X
-    result.width = PAD * 2 + widest * NODE_W + (widest - 1) * GAP_X + side
-    result.height = PAD * 2 + len(layers) * NODE_H + (len(layers) - 1) * GAP_Y
+            k += result.size[eid][along] + gap_along
+        at += max(result.size[e][1 - along] for e in layer) + gap_between
+    result.right = PAD + widest
+    if across:
+        result.width = at - gap_between + PAD
+        result.height = result.right + PAD + side
+    else:
+        result.width = PAD * 2 + widest + side
+        result.height = at - gap_between + PAD
     return result
 
 
@@ -237,18 +260,19 @@ def _clip(text: str, limit: int) -> str:
 def _path_across(link: Link, lay: _Layout) -> tuple[str, tuple[float, float], bool]:
     """An edge's path and label spot when layers stand side by side; whether it is drawn dashed."""
     (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
+    (sw, sh), (tw, th) = lay.size[link.source], lay.size[link.target]
     back = (link.source, link.target) in lay.back
     if back and lay.layer[link.source] == lay.layer[link.target] + 1:
         # a reply to the layer just before: under the way there, right to left
-        x1, y1, x2, y2 = sx, sy + NODE_H / 2 + 12, tx + NODE_W + 6, ty + NODE_H / 2 + 12
+        x1, y1, x2, y2 = sx, sy + sh / 2 + 12, tx + tw + 6, ty + th / 2 + 12
         mid = (x1 + x2) / 2
         return f"M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2:.0f},{y2:.0f}", (mid, y1 + 12), True
     if back or link.source == link.target:
-        x1, y1, x2, y2 = sx + NODE_W / 2, sy + NODE_H, tx + NODE_W / 2 + 8, ty + NODE_H
+        x1, y1, x2, y2 = sx + sw / 2, sy + sh, tx + tw / 2 + 8, ty + th
         bulge = (y1 + 30) if link.source == link.target else max(lay.right, y1, y2) + 30
         d = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{bulge:.0f} {x2:.0f},{bulge:.0f} {x2:.0f},{y2 + 6:.0f}"
         return d, ((x1 + x2) / 2, bulge - 4), True
-    x1, y1, x2, y2 = sx + NODE_W, sy + NODE_H / 2, tx, ty + NODE_H / 2
+    x1, y1, x2, y2 = sx + sw, sy + sh / 2, tx, ty + th / 2
     mid = (x1 + x2) / 2
     d = f"M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2 - 6:.0f},{y2:.0f}"
     return d, (x1 + 4, (y1 + y2) / 2 - 6), link.conditional
@@ -259,27 +283,28 @@ def _edge(link: Link, lay: _Layout) -> str:
         d, label_xy, dashed = _path_across(link, lay)
         return _edge_svg(link, d, label_xy, ' stroke-dasharray="5 4"' if dashed else "")
     (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
+    (sw, sh), (tw, th) = lay.size[link.source], lay.size[link.target]
     dash = ' stroke-dasharray="5 4"' if link.conditional else ""
     back = (link.source, link.target) in lay.back
     if back and lay.layer[link.source] == lay.layer[link.target] + 1:
         # a reply to the layer just above (a component answering its caller): beside the way down
-        x1, y1 = sx + NODE_W / 2 + 14, sy
-        x2, y2 = tx + NODE_W / 2 + 14, ty + NODE_H
+        x1, y1 = sx + sw / 2 + 14, sy
+        x2, y2 = tx + tw / 2 + 14, ty + th
         mid = (y1 + y2) / 2
         d = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{mid:.0f} {x2:.0f},{mid:.0f} {x2:.0f},{y2 + 6:.0f}"
         label_xy = ((x1 + x2) / 2 + 4, mid - 4)
         dash = ' stroke-dasharray="5 4"'
     elif back or link.source == link.target:
-        x1, y1 = sx + NODE_W, sy + NODE_H / 2
-        x2, y2 = tx + NODE_W, ty + NODE_H / 2
+        x1, y1 = sx + sw, sy + sh / 2
+        x2, y2 = tx + tw, ty + th / 2
         # a cycle: around every node, so it crosses none; a loop on itself stays beside its node
         bulge = (x1 + 34) if link.source == link.target else max(lay.right, x1, x2) + 30
         d = f"M{x1:.0f},{y1:.0f} C{bulge:.0f},{y1:.0f} {bulge:.0f},{y2:.0f} {x2 + 6:.0f},{y2:.0f}"
         label_xy = (bulge - 4, (y1 + y2) / 2)
         dash = ' stroke-dasharray="5 4"'
     else:
-        x1, y1 = sx + NODE_W / 2, sy + NODE_H
-        x2, y2 = tx + NODE_W / 2, ty
+        x1, y1 = sx + sw / 2, sy + sh
+        x2, y2 = tx + tw / 2, ty
         mid = (y1 + y2) / 2
         d = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{mid:.0f} {x2:.0f},{mid:.0f} {x2:.0f},{y2 - 6:.0f}"
         label_xy = ((x1 + x2) / 2 + 4, mid + 4)
@@ -301,22 +326,27 @@ def _joins(graph: Graph, lay: _Layout) -> list[str]:
     out = []
     for target in dict.fromkeys(lk.target for lk in graph.links if lk.kind == "fan_in"):
         x, y = lay.pos[target]
-        x, y = (x - 6, y - 4) if lay.direction == "LR" else (x + NODE_W / 2 + 10, y - 8)
+        x, y = (x - 6, y - 4) if lay.direction == "LR" else (x + lay.size[target][0] / 2 + 10, y - 8)
         out.append(f'<text class="lbl" x="{x:.0f}" y="{y:.0f}" font-size="11">all of</text>')
     return out
 
 
 def _node(node: Node, lay: _Layout) -> str:
     x, y = lay.pos[node.id]
+    w, h = lay.size[node.id]
     classes = ["n"]
     if node.start:
         classes.append("start")
     if node.status:
         classes.append(node.status.replace(" ", ""))
+    if node.inner is not None:
+        classes.append("nest")
     title = f"{node.id} — {node.caption}" + (f" — {node.status}" if node.status else "")
+    # a sub-workflow's box is tinted, not filled: its own nodes, drawn on it, keep their colours
+    tint = ' fill-opacity="0.35"' if node.inner is not None else ""
     parts = [
         f'<g class="{" ".join(classes)}"><title>{escape(title)}</title>',
-        f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_W}" height="{NODE_H}" rx="8" fill="#fff" stroke="#8c959f"/>',
+        f'<rect x="{x:.0f}" y="{y:.0f}" width="{w:.0f}" height="{h:.0f}" rx="8" fill="#fff" stroke="#8c959f"{tint}/>',
         f'<text class="id" x="{x + 10:.0f}" y="{y + 19:.0f}" font-size="13">{escape(_clip(node.id, 22))}</text>',
         f'<text class="cap" x="{x + 10:.0f}" y="{y + 36:.0f}" font-size="11">{escape(_clip(node.caption, 32))}</text>',
     ]
@@ -324,11 +354,26 @@ def _node(node: Node, lay: _Layout) -> str:
         parts.append(f'<path class="mark" d="M{x - 9:.0f},{y + 15:.0f} l7,8 l-7,8 z"/>')
     if node.status:
         parts.append(
-            f'<text class="cap" x="{x + NODE_W - 8:.0f}" y="{y + 19:.0f}" text-anchor="end" font-size="11">'
+            f'<text class="cap" x="{x + w - 8:.0f}" y="{y + 19:.0f}" text-anchor="end" font-size="11">'
             f"{escape(node.status)}</text>"
         )
     parts.append("</g>")
+    if node.inner is not None:  # beside the node's group, not in it: the status styles of the box stay its own
+        sub = lay.inner[node.id]
+        parts.append(
+            f'<g class="inner" transform="translate({x + (w - sub.width) / 2:.0f},{y + NEST_HEAD:.0f})">'
+            f"{_body(node.inner, sub)}</g>"
+        )
     return "".join(parts)
+
+
+def _body(graph: Graph, lay: _Layout) -> str:
+    """A laid-out graph's edges, fan-in marks and nodes (a sub-workflow's inside its box)."""
+    return (
+        "".join(_edge(link, lay) for link in graph.links)
+        + "".join(_joins(graph, lay))
+        + "".join(_node(n, lay) for n in graph.nodes)
+    )
 
 
 def graph_svg(graph: Graph, *, max_nodes: int = 200, direction: Direction = "TB") -> str:
@@ -345,9 +390,7 @@ def graph_svg(graph: Graph, *, max_nodes: int = 200, direction: Direction = "TB"
         f"<style>{_STYLE}</style>"
         '<defs><marker id="anb-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#57606a"/></marker></defs>'
-        + "".join(_edge(link, lay) for link in graph.links)
-        + "".join(_joins(graph, lay))
-        + "".join(_node(n, lay) for n in graph.nodes)
+        + _body(graph, lay)
         + "</svg>"
     )
 

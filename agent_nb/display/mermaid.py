@@ -33,21 +33,32 @@ def _mermaid_text(text: str) -> str:
 
 
 def to_mermaid(graph: Graph, *, direction: str = "TD") -> Mermaid:
-    """A Mermaid ``flowchart``: conditional edges dashed and labelled, the start node marked."""
+    """A Mermaid ``flowchart``: conditional edges dashed and labelled, the start node marked, sub-workflows boxed."""
     if direction not in ("TD", "TB", "LR", "RL", "BT"):
         raise ValueError(f"direction must be one of TD, TB, LR, RL, BT (Mermaid's), not {direction!r}")
-    names = {n.id: f"n{i}" for i, n in enumerate(graph.nodes)}
-    lines = [f"flowchart {direction}"]
+    lines = [f"flowchart {direction}", *_mermaid_body(graph, "n", "    ")]
+    return Mermaid("\n".join(lines) + "\n")
+
+
+def _mermaid_body(graph: Graph, prefix: str, indent: str) -> list[str]:
+    """Nodes and edges; a sub-workflow as a ``subgraph`` holding its own (edges to it join its box)."""
+    names = {n.id: f"{prefix}{i}" for i, n in enumerate(graph.nodes)}
+    lines = []
     for n in graph.nodes:
         start = "▶ " if n.start else ""
         label = f"{start}{_mermaid_text(n.id)}<br/><small>{_mermaid_text(n.caption)}</small>"
-        lines.append(f'    {names[n.id]}["{label}"]')
+        if n.inner is None:
+            lines.append(f'{indent}{names[n.id]}["{label}"]')
+            continue
+        lines.append(f'{indent}subgraph {names[n.id]}["{label}"]')
+        lines += _mermaid_body(n.inner, f"{names[n.id]}_", indent + "    ")
+        lines.append(f"{indent}end")
     for link in graph.links:
         arrow = "-.->" if link.conditional else "-->"
         text = link.label or ("all of" if link.kind == "fan_in" else "")
         label = f'|"{_mermaid_text(text)}"|' if text else ""
-        lines.append(f"    {names[link.source]} {arrow}{label} {names[link.target]}")
-    return Mermaid("\n".join(lines) + "\n")
+        lines.append(f"{indent}{names[link.source]} {arrow}{label} {names[link.target]}")
+    return lines
 
 
 def _dot_id(text: str) -> str:

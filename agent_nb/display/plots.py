@@ -17,7 +17,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from ..messages import estimate_tokens
-from .graph import NODE_H, NODE_W, Direction, Graph, layout
+from .graph import NEST_HEAD, Direction, Graph, layout
 from .runs import labelled_runs
 
 if TYPE_CHECKING:
@@ -136,34 +136,38 @@ def route_costs(results: Sequence[RunResult], *, theme: str = "auto") -> Figure:
 
 def graph_figure(graph: Graph, *, direction: Direction = "TB") -> Figure:
     """The graph as a static image (the same layout as the SVG), for documents and PNG export."""
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
     lay = layout(graph, direction)
-    across = direction == "LR"
     scale = 100.0
     fig = _figure(figsize=(max(lay.width / scale, 2.0), max(lay.height / scale, 1.5)))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, lay.width)
     ax.set_ylim(lay.height, 0)
     ax.axis("off")
-    idle = "#f6f8fa"
-    colours = {
-        "ran": "#dafbe1",
-        "failed": "#ffebe9",
-        "waiting": "#fff8c5",
-        "not run": idle,
-        "restored": idle,
-        "warned": "#fff8c5",
-    }
+    _draw_graph(ax, graph, lay, 0.0, 0.0)
+    return fig
+
+
+_IDLE = "#f6f8fa"
+_FILLS = {"ran": "#dafbe1", "failed": "#ffebe9", "waiting": "#fff8c5", "not run": _IDLE, "restored": _IDLE}
+_FILLS["warned"] = _FILLS["waiting"]
+
+
+def _draw_graph(ax: Any, graph: Graph, lay: Any, dx: float, dy: float) -> None:
+    """Draw a laid-out graph at ``(dx, dy)``; a sub-workflow's box, then its own graph inside it."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    across = lay.direction == "LR"
     for link in graph.links:
         (sx, sy), (tx, ty) = lay.pos[link.source], lay.pos[link.target]
+        (sw, sh), (tw, th) = lay.size[link.source], lay.size[link.target]
+        sx, sy, tx, ty = sx + dx, sy + dy, tx + dx, ty + dy
         back = (link.source, link.target) in lay.back
         if across:
-            start = (sx + NODE_W / 2, sy + NODE_H) if back else (sx + NODE_W, sy + NODE_H / 2)
-            end = (tx + NODE_W / 2, ty + NODE_H) if back else (tx, ty + NODE_H / 2)
+            start = (sx + sw / 2, sy + sh) if back else (sx + sw, sy + sh / 2)
+            end = (tx + tw / 2, ty + th) if back else (tx, ty + th / 2)
         else:
-            start = (sx + NODE_W, sy + NODE_H / 2) if back else (sx + NODE_W / 2, sy + NODE_H)
-            end = (tx + NODE_W, ty + NODE_H / 2) if back else (tx + NODE_W / 2, ty)
+            start = (sx + sw, sy + sh / 2) if back else (sx + sw / 2, sy + sh)
+            end = (tx + tw, ty + th / 2) if back else (tx + tw / 2, ty)
         style = "dashed" if link.conditional or back else "solid"
         span = abs(start[0] - end[0]) if across else 0.0
         rad = min(0.4, 70 / span) if span else 0.4  # across, a cycle's curve stays in the room below the nodes
@@ -176,10 +180,15 @@ def graph_figure(graph: Graph, *, direction: Direction = "TB") -> Figure:
             ax.text(x, y, link.label, fontsize=7, color="#57606a")
     for node in graph.nodes:
         x, y = lay.pos[node.id]
-        ax.add_patch(FancyBboxPatch((x, y), NODE_W, NODE_H, boxstyle="round,pad=0,rounding_size=8",
-                                    facecolor=colours.get(node.status or "", "#ffffff"),
+        x, y = x + dx, y + dy
+        w, h = lay.size[node.id]
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0,rounding_size=8",
+                                    facecolor=_FILLS.get(node.status or "", "#ffffff"),
+                                    alpha=0.35 if node.inner is not None else 1.0,
                                     edgecolor="#0969da" if node.start else "#8c959f",
                                     linewidth=2.2 if node.start else 1.0))  # fmt: skip
         ax.text(x + 10, y + 18, node.id, fontsize=9, fontweight="bold", va="center")
         ax.text(x + 10, y + 34, node.caption, fontsize=7, color="#57606a", va="center")
-    return fig
+        if node.inner is not None:
+            sub = lay.inner[node.id]
+            _draw_graph(ax, node.inner, sub, x + (w - sub.width) / 2, y + NEST_HEAD)

@@ -160,3 +160,39 @@ async def test_an_experiment_over_a_workflow_used_as_an_agent_measures_its_own_a
     )
     (cell, _) = list(result.cells())
     assert set(cell.executors) == {"searcher", "summarizer"} and cell.scores == {"contains('saw')": True}
+
+
+async def test_the_graph_draws_a_sub_workflow_as_a_box_holding_its_own_graph_and_run() -> None:
+    from agent_nb.display.graph import NEST_HEAD, NODE_H, graph_of, graph_svg, layout
+    from agent_nb.display.plots import graph_figure
+
+    inner, _, _ = research()
+    planner, writer = RecordingAgent("planner"), RecordingAgent("writer")
+    parent = WorkflowBuilder(start_executor=planner).add_chain([planner, inner.as_agent(), writer]).build()
+    assert graph_of(parent).node("research").inner.nodes[0].status is None  # no run: no statuses
+    result = await parent.run("q")
+    graph = graph_of(parent, result.trace)
+    box = graph.node("research")
+    assert [(n.id, n.status, n.start) for n in box.inner.nodes] == [
+        ("searcher", "ran", True),
+        ("summarizer", "ran", False),
+    ]
+    for direction in ("TB", "LR"):
+        lay = layout(graph, direction)
+        (x, y), (w, h) = lay.pos["research"], lay.size["research"]
+        sub = lay.inner["research"]
+        left, top = x + (w - sub.width) / 2, y + NEST_HEAD  # where the box draws its own graph
+        for n in ("searcher", "summarizer"):
+            (ix, iy), (iw, ih) = sub.pos[n], sub.size[n]
+            assert x < left + ix and left + ix + iw < x + w and y + NEST_HEAD <= top + iy and top + iy + ih < y + h
+        after = lay.pos["writer"]
+        assert (after[1] >= y + h) if direction == "TB" else (after[0] >= x + w)  # the next node clears the box
+    assert layout(graph).size["research"][1] > 2 * NODE_H  # two layers of its own
+    svg = graph_svg(graph)
+    nested = svg[svg.index('<g class="inner"') :]
+    assert "searcher" in nested and "summarizer" in nested and "planner" not in nested
+    assert 'class="n ran nest"' in svg
+    mermaid = parent.to_mermaid()
+    assert 'subgraph n1["research<br/>' in mermaid and "n1_0 --> n1_1" in mermaid and "n0 --> n1" in mermaid
+    texts = {t.get_text() for t in graph_figure(graph).axes[0].texts}
+    assert {"research", "searcher", "summarizer"} <= texts
