@@ -15,6 +15,7 @@ harness.gaps()   # the topic answered, the orchestrator did not know, and answer
 ```
 """
 
+from .agent_component import AgentComponent
 from .calls import ComponentCall, ComponentResult, UserInput
 from .components import Component, Input, Knowledge, Tool
 from .gaps import KINDS, Finding, Findings, find_gaps
@@ -27,6 +28,7 @@ from .views import Comparison, HarnessView
 
 __all__ = [
     "KINDS",
+    "AgentComponent",
     "Answer",
     "Ask",
     "Call",

@@ -24,6 +24,7 @@ from agent_nb.clients.replay import cassette_client
 from agent_nb.contents import FunctionCallContent
 from agent_nb.errors import ArgumentError, ServiceManagedHistoryError, StepFailed
 from agent_nb.experiments import Experiment, scorers
+from agent_nb.harness import AgentComponent, Orchestrator, StandardHarness
 from agent_nb.interop.agent_framework import AgentNbChatClient, FrameworkAgent, FrameworkChatClient
 from agent_nb.messages import AgentResponseUpdate
 
@@ -197,3 +198,15 @@ async def test_an_experiment_compares_context_modes_of_an_agent_framework_agent(
     assert by_mode == {"full": 1.0, "last_agent": 0.0}  # last_agent hands it only the planner's words
     outputs = {(c.config["writer.context_mode"], c.output) for c in result.cells()}
     assert outputs == {("full", "budget noted"), ("last_agent", "no budget")}
+
+
+async def test_an_agent_framework_agent_is_a_connected_agent_of_a_harness() -> None:
+    _, agent = forecaster(["Sunny in Oslo."])
+    harness = StandardHarness(
+        Orchestrator("orchestrator", [AgentComponent(agent, description="Forecasts the weather")])
+    )
+    await harness.send("What is the weather forecast?")
+    assert (harness.transcript[-1].author_name, harness.transcript[-1].text) == ("forecaster", "Sunny in Oslo.")
+    (snapshot,) = [s for s in harness.trace if s.executor_id == "forecaster"]
+    (request,) = snapshot.model_requests
+    assert request.origins == ("instructions", "input") and request.messages[-1].text == "What is the weather forecast?"
