@@ -22,7 +22,7 @@ from ..sessions import AgentSession
 from .agent_executor import AgentExecutorResponse
 from .executor import WorkflowContext, handler
 from .handed import TakesTheInput
-from .requests import RequestResponse
+from .requests import PendingRequest, RequestResponse
 
 if TYPE_CHECKING:
     from .result import RunResult
@@ -82,8 +82,7 @@ class WorkflowExecutor(TakesTheInput):
         if inner is None or inner not in self.workflow._pending:
             raise UsageError(
                 f"executor {self.id!r} got an answer to {answer.request_id!r}, which its sub-workflow "
-                f"{self.workflow.name!r} does not wait on (it waits on: {', '.join(self._asked) or 'nothing'}); "
-                "a sub-workflow's requests are answered in the process that asked them"
+                f"{self.workflow.name!r} does not wait on (it waits on: {', '.join(self._asked) or 'nothing'})"
             )
         self._answers[inner] = answer.value
         if self._asked:
@@ -118,18 +117,40 @@ class WorkflowExecutor(TakesTheInput):
         }
 
     def checkpoint_state(self) -> dict[str, Any]:
-        """A checkpoint keeps the sub-workflow's executors and what this node waits on (not its requests' types)."""
+        """The sub-workflow's executors and what it waits on, in a form a checkpoint stores.
+
+        Its pending requests keep their data (encoded as any state is) and the type of answer each
+        expects (by name), so a checkpoint resumed in another process answers them there too.
+        """
+        from .checkpoints.checkpointer import type_to_json
+
         state = self.snapshot_state()
-        del state["waiting"]
+        pending, fan_in, seq, _ = state.pop("waiting")  # the run's keywords are never stored
         state["executors"] = {eid: ex.checkpoint_state() for eid, ex in self.workflow.executors.items()}
+        state["pending"] = [
+            [p.request_id, p.executor_id, p.data, type_to_json(p.response_type, p.request_id)] for p in pending.values()
+        ]
+        state["fan_in"] = [[index, buffer] for index, buffer in fan_in.items()]
+        state["request_seq"] = seq
         return state
 
     def restore_state(self, state: dict[str, Any]) -> None:
         for executor_id, saved in state.get("executors", {}).items():
             self.workflow.executors[executor_id].restore_state(saved)
+        inner = self.workflow
         if "waiting" in state:
-            inner = self.workflow
             inner._pending, inner._fan_in_waiting, inner._request_seq, inner._pending_kwargs = state["waiting"]
+        elif "pending" in state:  # from a checkpoint
+            from .checkpoints.checkpointer import type_from_json
+            from .checkpoints.decoder import known_types
+
+            where, types = f"executor {self.id!r}: its sub-workflow {inner.name!r}", known_types(inner)
+            inner._pending = {
+                rid: PendingRequest(rid, eid, data, type_from_json(kind, where, types))
+                for rid, eid, data, kind in state["pending"]
+            }
+            inner._fan_in_waiting = {int(index): dict(buffer) for index, buffer in state.get("fan_in", ())}
+            inner._request_seq, inner._pending_kwargs = int(state.get("request_seq", 0)), {}
         self._asked, self._answers = dict(state.get("asked", {})), dict(state.get("answers", {}))
         self._given = tuple(state.get("given", ()))
 

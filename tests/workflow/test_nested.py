@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,17 +11,20 @@ from doubles import RecordingAgent
 from agent_nb import (
     AgentExecutor,
     ChatAgent,
+    Executor,
     Message,
     MirrorChatClient,
     ScriptedChatClient,
     SequentialBuilder,
     WorkflowBuilder,
+    WorkflowContext,
+    handler,
     tool,
 )
 from agent_nb.errors import StepFailed
 from agent_nb.messages import FunctionCallContent
 from agent_nb.trace.codec import dump_trace, load_trace
-from agent_nb.workflow import FileCheckpointStorage, WorkflowAgent, WorkflowExecutor
+from agent_nb.workflow import FileCheckpointStorage, RequestResponse, WorkflowAgent, WorkflowExecutor
 
 
 def research() -> tuple[object, RecordingAgent, RecordingAgent]:
@@ -137,16 +141,24 @@ async def test_a_workflow_used_as_an_agent_cannot_wait_and_says_what_to_do() -> 
         await parent.run("Refund A7")
 
 
-async def test_a_waiting_sub_workflow_is_checkpointed_and_a_new_process_says_it_cannot_answer_for_it(
-    tmp_path: Path,
-) -> None:
+async def test_a_waiting_sub_workflow_is_checkpointed_and_answered_in_a_new_process(tmp_path: Path) -> None:
     storage = FileCheckpointStorage(tmp_path)
-    parent = WorkflowBuilder(start_executor=WorkflowExecutor(desk()), checkpoint_storage=storage).build()
-    first = await parent.run("Refund A7")
+
+    def build(answered: bool, writer: RecordingAgent) -> object:
+        start = WorkflowExecutor(desk(answered))
+        return WorkflowBuilder(start_executor=start, checkpoint_storage=storage).add_edge("desk", writer).build()
+
+    first = await build(False, RecordingAgent("writer")).run("Refund A7")
     assert first.status == "waiting" and first.checkpoint_id is not None
-    again = WorkflowBuilder(start_executor=WorkflowExecutor(desk(answered=True)), checkpoint_storage=storage).build()
-    with pytest.raises(StepFailed, match="a sub-workflow's requests are answered in the process that asked them"):
-        await again.run(checkpoint_id=first.checkpoint_id, responses={first.pending_requests[0].request_id: True})
+    (request,) = first.pending_requests
+    writer = RecordingAgent("writer")
+    again = build(True, writer)  # built anew, as in another process: only the storage is shared
+    done = await again.run(checkpoint_id=first.checkpoint_id, responses={request.request_id: True})
+    assert done.status == "completed"
+    support = done.trace.last("desk").inner.last("support")
+    results = [c.result for m in support.response.messages for c in m.contents if c.type == "function_result"]
+    assert results == ["refunded"] and support.response.text == "Refunded."  # the approved call ran, then
+    assert [m.text for m in writer.seen[0]][-1] == "Refunded."
 
 
 async def test_an_experiment_over_a_workflow_used_as_an_agent_measures_its_own_agents() -> None:
@@ -196,3 +208,42 @@ async def test_the_graph_draws_a_sub_workflow_as_a_box_holding_its_own_graph_and
     assert 'subgraph n1["research<br/>' in mermaid and "n1_0 --> n1_1" in mermaid and "n0 --> n1" in mermaid
     texts = {t.get_text() for t in graph_figure(graph).axes[0].texts}
     assert {"research", "searcher", "summarizer"} <= texts
+
+
+@dataclass(frozen=True)
+class Draft:
+    text: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    publish: bool
+    note: str = ""
+
+
+class Editor(Executor):
+    """Asks a person for a verdict on a draft: a request of its own types, which only its workflow names."""
+
+    @handler
+    async def review(self, messages: list[Message], ctx: WorkflowContext[Draft, Verdict]) -> None:
+        ctx.request_info(Draft(messages[-1].text), Verdict)
+
+    @handler
+    async def on_answer(self, answer: RequestResponse, ctx: WorkflowContext[Draft, Verdict]) -> None:
+        await ctx.yield_output(answer.value)
+
+
+async def test_a_sub_workflows_request_of_its_own_types_is_answered_from_a_checkpoint_in_a_new_process(
+    tmp_path: Path,
+) -> None:
+    storage = FileCheckpointStorage(tmp_path)
+
+    def build() -> object:
+        inner = WorkflowBuilder(start_executor=Editor("editor"), name="editing").build()
+        return WorkflowBuilder(start_executor=WorkflowExecutor(inner), checkpoint_storage=storage).build()
+
+    first = await build().run("A line on rain")
+    (request,) = first.pending_requests
+    assert request.data == Draft("A line on rain") and request.response_type is Verdict
+    done = await build().run(checkpoint_id=first.checkpoint_id, responses={request.request_id: Verdict(True, "lovely")})
+    assert done.status == "completed" and done.get_outputs() == [Verdict(True, "lovely")]

@@ -101,7 +101,7 @@ class Checkpointer:
                     "request_id": p.request_id,
                     "executor_id": p.executor_id,
                     "data": enc.value(p.data, f"the data of request {p.request_id!r}"),
-                    "response_type": _type_to_json(p.response_type, p.request_id),
+                    "response_type": type_to_json(p.response_type, p.request_id),
                 }
                 for p in run.pending.values()
             ],
@@ -195,7 +195,7 @@ class Checkpointer:
             links, messages = self.storage.read_chains(checkpoint.references(texts), ())
             messages = {**messages, **texts}
             types = known_types(workflow)
-            pending_types = [_type_from_json(p["response_type"], where, types) for p in body["pending"]]
+            pending_types = [type_from_json(p["response_type"], where, types) for p in body["pending"]]
             dec = Decoder(links, messages, types, body["sessions"], where)
             executors = {eid: dec.value(state) for eid, state in body["executors"].items()}
             in_flight = [(t, dec.value(m)) for t, m in body["in_flight"]]
@@ -314,12 +314,12 @@ def _graph_change(before: list[str], now: list[str]) -> str:
     return ", ".join(parts) or "its signature differs"
 
 
-def _type_to_json(spec: Any, request_id: str) -> Any:
+def type_to_json(spec: Any, request_id: str) -> Any:
     if spec is Any or spec is object:
         return "Any"
     origin = get_origin(spec)
     if origin is not None and len(flatten(spec)) > 1:
-        return {"union": [_type_to_json(m, request_id) for m in flatten(spec)]}
+        return {"union": [type_to_json(m, request_id) for m in flatten(spec)]}
     if origin is not None:  # list[str] -> list (items are checked when the answer is given, not when stored)
         spec = origin
     if isinstance(spec, type):
@@ -329,11 +329,11 @@ def _type_to_json(spec: Any, request_id: str) -> Any:
     raise CheckpointError(f"request {request_id!r}: its response type {spec!r} cannot be stored in a checkpoint")
 
 
-def _type_from_json(value: Any, where: str, types: dict[str, type]) -> Any:
+def type_from_json(value: Any, where: str, types: dict[str, type]) -> Any:
     if value == "Any":
         return Any
     if isinstance(value, dict) and "union" in value:
-        members = tuple(_type_from_json(m, where, types) for m in value["union"])
+        members = tuple(type_from_json(m, where, types) for m in value["union"])
         return typing.Union[members]  # noqa: UP007
     if isinstance(value, str) and value in _BUILTINS:
         return _BUILTINS[value]

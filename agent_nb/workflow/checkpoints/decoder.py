@@ -217,4 +217,7 @@ def known_types(workflow: Workflow) -> dict[str, type]:
             add(spec.accepts)
             for t in (*(spec.sends or ()), *(spec.yields or ())):
                 add(t)
+        if getattr(ex, "kind", None) == "workflow":  # a sub-workflow's state holds what its own handlers name
+            for name, cls in known_types(ex.workflow).items():  # type: ignore[attr-defined]
+                found.setdefault(name, cls)
     return found
