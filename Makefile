@@ -1,6 +1,7 @@
 # make demo  - create .venv, install agent_nb, run the offline three-agent demo
 # make test  - install the dev tools (and chromium, when missing), then ruff, mypy, lint-imports and the whole suite:
-#              unit tests, notebooks under nbval, the browser tests, the real local model tests
+#              unit tests, notebooks under nbval, the browser tests, the real local model tests, spans sent to a real
+#              OpenTelemetry receiver (Arize Phoenix, installed in .venv-phoenix)
 # make soak  - kill -9 during SQLite history writes and during file checkpoints, then 1,000 concurrent routed
 #              sessions on one history file (bench/soak.py, under 2 minutes; not part of make test;
 #              SOAK_ARGS=--quick for a few seconds)
@@ -39,7 +40,15 @@ system-deps:
 	  apt-get update -q && apt-get install -y -q chromium; } || { echo "the browser tests need chromium:" \
 	  "run 'sudo apt-get install chromium' (Debian) or set CHROMIUM=/path/to/chromium"; exit 1; }
 
-test: lint system-deps
+# A real OpenTelemetry receiver for the telemetry tests (Arize Phoenix), in a virtual environment of its own.
+PHOENIX_VENV := .venv-phoenix
+
+$(PHOENIX_VENV)/.installed: | $(BIN)/python
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --disable-pip-version-check -q 'arize-phoenix==20.26.1'
+	touch $@
+
+test: lint system-deps $(PHOENIX_VENV)/.installed
 	$(BIN)/python -m pytest
 
 # Re-execute the notebooks and store their outputs (what nbval compares against); no progress bars,
@@ -80,6 +89,7 @@ bench-ours: $(VENV)/.installed-dev
 	$(BIN)/python bench/harness_bench.py
 	$(BIN)/python bench/experiments_bench.py
 	$(BIN)/python bench/playground_lab_bench.py
+	$(BIN)/python bench/telemetry_bench.py
 
 # Crash and load soak: exits non-zero when a turn or a checkpoint is lost, duplicated or torn (bench/soak.py).
 SOAK_ARGS ?=

@@ -11,7 +11,16 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "telemetry"]
+
+
+def telemetry() -> Any:
+    """``agent_nb.telemetry``, loaded when a trace, a result or an experiment is asked for its spans.
+
+    Those types live below it (it reads them); as ``agent_nb.rendering`` loads the display layer,
+    their ``to_otel`` loads it by name, so nothing of OpenTelemetry is imported before it is used.
+    """
+    return importlib.import_module(".telemetry", "agent_nb")
 
 
 def lazy_exports(

@@ -79,9 +79,17 @@ def test_messages_other_than_plain_text_read_back_whole() -> None:
 
 
 def test_a_trace_stored_in_another_format_is_refused_with_what_to_do() -> None:
-    text = dump_trace(chain("full").run_sync("hi").trace).replace('"v":3', '"v":1', 1)
-    with pytest.raises(UsageError, match=r"format 1 .* reads formats 2, 3; run the experiment again"):
+    text = dump_trace(chain("full").run_sync("hi").trace).replace('"v":4', '"v":1', 1)
+    with pytest.raises(UsageError, match=r"format 1 .* reads formats 2, 3, 4; run the experiment again"):
         load_trace(text)
+
+
+def untimed(requests: tuple) -> list:
+    """Requests without what traces began to keep in format 4 (when sent, how long, tokens, finish, provider)."""
+    return [
+        r._replace(sent_at=0.0, duration=0.0, input_tokens=None, output_tokens=None, finish_reason=None, provider=None)
+        for r in requests
+    ]
 
 
 def written_again() -> Trace:
@@ -99,7 +107,8 @@ def test_a_trace_stored_in_format_2_still_reads_back_with_what_each_model_receiv
     stored = load_trace((Path(__file__).parent / "trace_format_2.json").read_text())
     trace = written_again()
     assert str(stored) == str(trace)
-    assert [s.model_requests for s in stored] == [s.model_requests for s in trace]
+    assert [untimed(s.model_requests) for s in stored] == [untimed(s.model_requests) for s in trace]
+    assert {r.sent_at for s in stored for r in s.model_requests} == {0.0}  # not kept then: unknown, not invented
     assert stored.last("writer").model_input.messages[0].text == "Be brief."
 
 
@@ -107,8 +116,11 @@ def test_what_each_model_received_reads_back_the_same_in_the_common_case_and_the
     trace = written_again()  # the planner's request is what its executor gave; the writer's adds instructions
     data = json.loads(dump_trace(trace))
     planner, writer = data["snapshots"][0][-2][0], data["snapshots"][2][-2][0]
-    assert planner == ["planner", 0, [0, 0, 1], "mirror"]  # the common request: four values
-    assert len(writer) == 10 and writer[1] != 0
+    (request,) = trace[0].model_requests
+    timed = [request.sent_at, request.duration, 11, 17, "stop", "agent_nb.offline"]
+    assert planner == ["planner", 0, [0, 0, 1], "mirror", timed]  # the common request: five values
+    assert request.sent_at > 1.7e9 and 0 < request.duration < 5  # when it was sent, and how long it took
+    assert len(writer) == 11 and writer[1] != 0
     again = load_trace(dump_trace(trace))
     assert [s.model_requests for s in again] == [s.model_requests for s in trace]
     assert again.last("planner").model_input.messages is again.last("planner").given  # one tuple, as written

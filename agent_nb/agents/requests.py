@@ -45,6 +45,15 @@ class ModelRequest(NamedTuple):
     """The client's failure, when this request was not answered."""
     repairs: tuple[str, ...] = ()
     """What a router changed of it before its route's model got it (``history_policy="repair"``)."""
+    sent_at: float = 0.0
+    """When it was sent (seconds since the epoch; 0 when not known, as in traces stored before it was kept)."""
+    duration: float = 0.0
+    """Seconds until its answer (or its failure) came back."""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+    provider: str | None = None
+    """Who served it, as its client says (``provider``): ``"openai"``, ``"agent_nb.offline"``, ..."""
 
     @property
     def origins(self) -> tuple[str, ...]:

@@ -6,10 +6,11 @@ answers whole (``respond``) or streamed (``stream``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..clients.base import closing_stream
+from ..clients.base import closing_stream, provider_of
 from ..conversation import handed_over
 from ..errors import AgentNbError, EmptyAnswer, ModelError, ToolRoundsExceeded, ToolTimeout, UsageError
 from ..messages import (
@@ -69,6 +70,7 @@ class Turn:
         self.requests = recorder()
         """Where the requests this turn sends are kept (``agent_nb.agents.requests``), or ``None``."""
         self._spans = (0, 0, 0)
+        self._at = 0.0  # when the request in flight was sent
         self._shown: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None  # options as sent, as shown
 
     # -- the steps ------------------------------------------------------------------
@@ -103,6 +105,8 @@ class Turn:
         """Keep one request as it was sent, with who answered it (or how it failed), when recording."""
         if self.requests is None:
             return
+        now = time.time()
+        usage = answer.usage if answer is not None else None
         if self._shown is None or self._shown[0] is not self.options:  # the options change only for tool_choice
             self._shown = (self.options, safe_options(self.options))
         self.requests.append(
@@ -117,6 +121,12 @@ class Turn:
                 answer.model if answer is not None else None,
                 None if error is None else f"{type(error).__name__}: {error}",
                 answer.repairs if answer is not None else (),
+                self._at,
+                now - self._at,
+                usage.input_tokens if usage is not None else None,
+                usage.output_tokens if usage is not None else None,
+                answer.finish_reason if answer is not None else None,
+                provider_of(self.agent.client, answer.route if answer is not None else None),
             )
         )
 
@@ -345,6 +355,7 @@ class Turn:
             request = await self._request()
             for round_ in range(self.agent.max_tool_rounds + 1):
                 sent = [*request, *self.produced]
+                self._at = time.time()
                 try:
                     response = await self.agent.client.get_response(sent, self.options, session=self.session)
                 except AgentNbError as exc:
@@ -375,6 +386,7 @@ class Turn:
             for round_ in range(self.agent.max_tool_rounds + 1):
                 updates = []
                 sent = [*request, *self.produced]
+                self._at = time.time()
                 stream = self.agent.client.get_streaming_response(sent, self.options, session=self.session)
                 try:
                     async with closing_stream(stream) as chunks:

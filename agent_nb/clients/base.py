@@ -30,6 +30,7 @@ __all__ = [
     "capabilities_of",
     "closing_stream",
     "history_mode_of",
+    "provider_of",
     "refuse_service_managed",
 ]
 
@@ -105,6 +106,15 @@ def history_mode_of(client: object) -> HistoryMode:
     return "service" if mode == "service" else "caller"
 
 
+def provider_of(client: object, route: str | None = None) -> str | None:
+    """Who serves ``client``'s requests, as it says (``provider``); for a router, the given route's client's."""
+    routes = getattr(client, "routes", None)
+    if route is not None and isinstance(routes, Mapping) and route in routes:
+        client = routes[route]
+    provider = getattr(client, "provider", None)
+    return provider if isinstance(provider, str) else None
+
+
 def refuse_service_managed(what: str, client: object) -> None:
     """Refuse ``client`` as a route (``what`` names it): its conversation lives on the service."""
     if history_mode_of(client) == "service":
@@ -132,6 +142,7 @@ class OfflineChatClient(ABC):
     """
 
     model: str = "offline"
+    provider: str = "agent_nb.offline"
 
     def __init__(
         self,

@@ -123,6 +123,7 @@ class RecordingChatClient:
 
     def __init__(self, inner: ChatClient, path: str | os.PathLike[str], *, secrets: Iterable[str] = ()) -> None:
         self.inner = inner
+        self.provider = getattr(inner, "provider", None)
         self._cassette = _Cassette(path)
         self._secrets = list(secrets)
         self.interactions: list[dict[str, Any]] = []
@@ -315,6 +316,7 @@ class ReplayChatClient:
         self._cassette = _Cassette(path)
         self.interactions = self._cassette.read()
         self.model = model
+        self.provider = "agent_nb.replay"
         """The model the recording must have been made with; ``None`` accepts the recorded one."""
         self.used = 0
         self.capabilities = capabilities or Capabilities()

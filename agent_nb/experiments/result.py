@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import telemetry
 from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..rendering import Displayable
 from .cells import Cell
@@ -172,6 +173,10 @@ class ExperimentResult(Displayable):
     def complete(self) -> bool:
         """Every planned cell is stored."""
         return len(self) == self.planned
+
+    def to_otel(self, tracer_provider: Any = None, **options: Any) -> Any:
+        """Export the experiment as OpenTelemetry spans: a span per cell, its run inside (``agent_nb.telemetry``)."""
+        return telemetry().export_experiment(self, tracer_provider, **options)
 
     def cells(self) -> Iterator[Cell]:
         """Every stored cell (without its trace; ``cell(k)`` reads one with it)."""

@@ -18,6 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import is_
+from types import MappingProxyType
 from typing import Any
 
 from pydantic_core import to_json
@@ -33,8 +34,8 @@ from .who_has import strings_of
 
 __all__ = ["Described", "dump_trace", "load_trace"]
 
-_VERSION = 3
-_READS = (2, 3)
+_VERSION = 4
+_READS = (2, 3, 4)
 """Format 3 writes a request of what the executor gave as 0 (and the common request as four values)."""
 _FIELDS = (
     "executor_id", "superstep", "index", "received", "kind", "context_mode", "context_filter", "kept", "dropped",
@@ -189,6 +190,8 @@ def _data(trace: Trace) -> dict[str, Any]:
     }
     if trace.restored_from is not None:
         data |= {"restored_from": trace.restored_from, "restored": list(trace.restored)}
+    if any(s.at for s in trace):
+        data["at"] = [s.at for s in trace]
     return data
 
 
@@ -207,21 +210,29 @@ def _request(q: ModelRequest, refs: Any, given: Sequence[Message] | None) -> lis
     """
     m = q.messages
     messages: Any = 0
+    timed = [q.sent_at, q.duration, q.input_tokens, q.output_tokens, q.finish_reason, q.provider]
     if given is not None and len(m) == len(given) and all(map(is_, m, given)):
         if not (q.tools or q.options or q.round or q.route or q.error or q.repairs):
-            return [q.agent, 0, q.spans, q.model]
+            return [q.agent, 0, q.spans, q.model, timed]
     else:
         messages = refs(m)
-    return [q.agent, messages, q.spans, q.tools, dict(q.options), q.round, q.route, q.model, q.error, q.repairs]
+    return [q.agent, messages, q.spans, q.tools, dict(q.options), q.round, q.route, q.model, q.error, q.repairs, timed]
+
+
+_NO_OPTIONS: Any = MappingProxyType({})
 
 
 def _read_request(row: list[Any], pick: Any, given: tuple[Message, ...] | None) -> ModelRequest:
-    if len(row) == 4:  # the common request
-        agent, _, spans, model = row
-        return ModelRequest(agent, given or (), tuple(spans), model=model)
-    agent, messages, spans, tools, options, round_, route, model, error, repairs = row
+    """A stored request; from format 4 on with its timing, tokens, finish reason and provider (the last value)."""
+    timed = row[-1] if len(row) in (5, 11) else (0.0, 0.0, None, None, None, None)
+    if len(row) in (4, 5):  # the common request
+        agent, _, spans, model = row[:4]
+        return ModelRequest(agent, given or (), tuple(spans), (), _NO_OPTIONS, 0, None, model, None, (), *timed)
+    agent, messages, spans, tools, options, round_, route, model, error, repairs = row[:10]
     sent = (given or ()) if messages == 0 else pick(messages)
-    return ModelRequest(agent, sent, tuple(spans), tuple(tools), options, round_, route, model, error, tuple(repairs))
+    return ModelRequest(
+        agent, sent, tuple(spans), tuple(tools), options, round_, route, model, error, tuple(repairs), *timed
+    )
 
 
 def _described(value: Any) -> str:
@@ -255,7 +266,8 @@ def _read(data: dict[str, Any]) -> Trace:
     def pick(refs: list[int] | None) -> tuple[Message, ...] | None:
         return None if refs is None else tuple(messages[k] for k in refs)
 
-    snapshots = []
+    snapshots: list[ContextSnapshot] = []
+    starts = data.get("at")
     for row in data["snapshots"]:
         r = dict(zip(_FIELDS, row, strict=True))
         response = None
@@ -288,6 +300,7 @@ def _read(data: dict[str, Any]) -> Trace:
                 requested=tuple(more.get("requested", ())),
                 warnings=tuple(more.get("warnings", ())),
                 model_requests=tuple(_read_request(q, pick, given) for q in r["model_requests"]),
+                at=starts[len(snapshots)] if starts else 0.0,
                 inner=_read(more["inner"]) if "inner" in more else None,
             )
         )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pydantic_core import to_jsonable_python
 
+from .._lazy import telemetry
 from ..agents.requests import ModelRequest
 from ..errors import did_you_mean
 from ..messages import AgentResponse, Message
@@ -69,6 +70,8 @@ class ContextSnapshot(Displayable):
     outputs: tuple[Any, ...] = ()
     started: float = 0.0
     """Seconds from the start of the run."""
+    at: float = 0.0
+    """When it started, in seconds since the epoch (0 when not known: a trace stored before it was kept)."""
     duration: float = 0.0
     error: str | None = None
     requested: tuple[str, ...] = ()
@@ -183,6 +186,10 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
 
     def __iter__(self) -> Iterator[ContextSnapshot]:
         return iter(self._snapshots)
+
+    def to_otel(self, tracer_provider: Any = None, **options: Any) -> Any:
+        """Export this trace as OpenTelemetry spans, with its own timings (``agent_nb.telemetry.export_trace``)."""
+        return telemetry().export_trace(self, tracer_provider, **options)
 
     def for_executor(self, executor_id: str) -> Trace:
         """The snapshots of one executor."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import telemetry
 from ..rendering import Displayable
 from ..trace import Trace
 from .events import WorkflowEvent
@@ -33,6 +34,10 @@ class RunResult(Displayable):
     """Requests for input nobody has answered: answer with ``workflow.run(responses={id: value})``."""
     checkpoint_id: str | None = None
     """The last checkpoint this run wrote (``None`` without a checkpoint storage)."""
+
+    def to_otel(self, tracer_provider: Any = None, **options: Any) -> Any:
+        """Export this run as OpenTelemetry spans: its trace, status and checkpoints (``agent_nb.telemetry``)."""
+        return telemetry().export_result(self, tracer_provider, **options)
 
     def get_outputs(self) -> list[Any]:
         """The outputs in the order they were yielded (``AgentResponse`` objects for agents)."""

@@ -40,6 +40,7 @@ from .events import (
     WorkflowWarning,
 )
 from .executor import Executor, WorkflowContext
+from .observers import OBSERVERS, notify
 from .requests import PendingRequest, RequestResponse
 from .result import RunResult
 
@@ -105,6 +106,8 @@ class _Run:
         self._snapshots: list[ContextSnapshot] = []
         self._count = 0
         self._t0 = 0.0
+        self.began = 0.0
+        """When the run started, in seconds since the epoch."""
         self._writes: HistoryWrites | None = None
         """The run's held history writes (set when it executes)."""
         self._warned: set[tuple[int, str]] = set()
@@ -113,6 +116,8 @@ class _Run:
 
     def emit(self, event: WorkflowEvent) -> None:
         self.events.append(event)
+        if OBSERVERS:
+            notify(self, event)
         if self._emit_extra is not None:
             self._emit_extra(event)
 
@@ -181,7 +186,7 @@ class _Run:
     async def _execute(self, inputs: tuple[Any, ...], writes: HistoryWrites) -> RunResult:
         workflow = self.workflow
         saved = {eid: ex.snapshot_state() for eid, ex in workflow.executors.items()}
-        self._t0 = time.perf_counter()
+        self._t0, self.began = time.perf_counter(), time.time()
         self.emit(WorkflowStarted())
         self._next = [(workflow.start_executor_id, m) for m in inputs]
         answers = self._claims()
@@ -447,6 +452,7 @@ class _Run:
             sent=tuple(ctx._sent),
             outputs=tuple(ctx._outputs),
             started=start - self._t0,
+            at=self.began + (start - self._t0),
             duration=time.perf_counter() - start,
             error=error,
             requested=tuple(ctx._requested),

@@ -73,6 +73,8 @@ def sdk_module() -> Any:
 class OpenAIClientBase:
     """Configuration, the SDK client, option checks, secrets, error mapping and answer checks."""
 
+    provider = "openai"
+    """Who serves its requests (an OpenAI-compatible API, whatever the server behind ``base_url``)."""
     _OTHER_OPTIONS: frozenset[str] = frozenset()
     """The other API's own options: accepted, and left out of this API's requests."""
     ENDPOINT = ""

@@ -15,6 +15,7 @@ failed run leaves it as it was.
 from __future__ import annotations
 
 import json
+import time
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,6 +35,7 @@ from .convert import (
     agent_update_from_framework,
     messages_from_framework,
     messages_to_framework,
+    usage_from_framework,
 )
 
 __all__ = ["FrameworkAgent"]
@@ -71,6 +73,7 @@ class _Recorder(af.ChatMiddleware):
         spans = (len(system), self.history, min(self.given, len(context.messages) - self.history))
         shown = safe_options({k: _shown(v) for k, v in options.items()})
         error: str | None = None
+        at = time.time()
         try:
             await call_next()
         except Exception as exc:
@@ -80,6 +83,8 @@ class _Recorder(af.ChatMiddleware):
             result = context.result
             said = (getattr(result, "additional_properties", None) or {}).get(KEY) or {}
             model = getattr(result, "model", None) if error is None else None
+            usage = usage_from_framework(getattr(result, "usage_details", None)) if error is None else None
+            finish = getattr(result, "finish_reason", None) if error is None else None
             self.into.append(
                 ModelRequest(
                     self.agent,
@@ -92,6 +97,12 @@ class _Recorder(af.ChatMiddleware):
                     None if model is None else str(model),
                     error,
                     tuple(said.get("repairs", ())),
+                    at,
+                    time.time() - at,
+                    usage.input_tokens if usage is not None else None,
+                    usage.output_tokens if usage is not None else None,
+                    None if finish is None else str(getattr(finish, "value", finish)),
+                    str(getattr(context.client, "OTEL_PROVIDER_NAME", "agent_framework")),
                 )
             )
             self.rounds += 1

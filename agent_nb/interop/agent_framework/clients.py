@@ -129,6 +129,7 @@ class FrameworkChatClient:
         self.capabilities = capabilities or Capabilities()
         self.model = str(getattr(client, "model", None) or getattr(client, "model_id", None) or type(client).__name__)
         self.history_mode = "service" if getattr(client, "STORES_BY_DEFAULT", False) else "caller"
+        self.provider = str(getattr(client, "OTEL_PROVIDER_NAME", "agent_framework"))
         self.dropped: Counter[str] = Counter()
         """Answer contents left out so far, by Agent Framework content type (``unsupported="drop"``)."""
 
