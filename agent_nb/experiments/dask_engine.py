@@ -201,6 +201,7 @@ def run_dask(
     done: Callable[[Cell], Any],
     stop: threading.Event,
     *,
+    tick: Callable[[], Any] = lambda: None,
     max_concurrency: int,
     batch_size: int | None = None,
     fail_fast: bool = False,
@@ -209,6 +210,7 @@ def run_dask(
 
     ``stop`` (set when the run is cancelled) is looked at every few hundredths of a second: the
     batches not finished yet are cancelled on the cluster, and nothing more is taken from it.
+    ``tick`` is called as often, while batches run (the store's writer writes what waits).
     """
     pickled = shippable(spec)
     from distributed import as_completed
@@ -224,6 +226,7 @@ def run_dask(
         try:
             while not arriving.is_empty() and not stop.is_set():
                 if not arriving.has_ready():
+                    tick()
                     stop.wait(0.02)
                     continue
                 for future in arriving.next_batch(block=False):

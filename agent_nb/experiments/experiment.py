@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import inspect
 import json
 import sys
 import threading
@@ -25,6 +24,7 @@ from ..sync import run_sync
 from ..workflow import AgentExecutor, Workflow
 from .cells import Cell
 from .configs import config_key, config_label, expand, plain_value
+from .identity import IDENTITY, code_digest, object_settings
 from .inputs import Case, read_inputs
 from .progress import Progress, wanted
 from .result import ExperimentResult
@@ -36,7 +36,7 @@ __all__ = ["Experiment"]
 
 ENGINES = ("local", "dask")
 FLUSH_CELLS, FLUSH_SECONDS = 64, 0.5
-"""A batch of finished cells is written when it holds 64 cells or is half a second old."""
+"""A batch of finished cells is written when it holds 64 cells or its first is half a second old."""
 
 
 class Experiment:
@@ -155,9 +155,11 @@ class Experiment:
         The inputs are kept as their number and a hash (10,000 inputs do not make a 10 MB definition).
         """
         return {
+            "identity": IDENTITY,
             "name": self.name,
             "target": _target_identity(self.build, self.ready),
             "configs": [config_key(c) for c in self.configs],
+            "config_code": sorted({code_digest(v) for c in self.configs for v in c.values() if callable(v)}),
             "inputs": [len(self.cases), self._inputs_digest()],
             "repeats": self.repeats,
             "scorers": [[name_of(s), code_digest(s)] for s in self.scorers],
@@ -271,7 +273,14 @@ class Experiment:
             if other_id == experiment_id:
                 continue
             if not replace:
-                changed = [k for k in mine if mine[k] != other.get(k)]
+                changed = [k for k in mine if mine[k] != other.get(k) and k != "identity"]
+                if other.get("identity") != IDENTITY:
+                    raise ExperimentError(
+                        f"experiment {self.name!r}: {db!r} holds an experiment of that name stored by an older "
+                        "agent_nb, which identified experiments differently, so the two cannot be told the same; "
+                        "its cells are not mixed with these. Give this one another name=..., or run(..., "
+                        "replace=True) to drop the old cells"
+                    )
                 raise ExperimentError(
                     f"experiment {self.name!r}: {db!r} holds an experiment of that name with another definition "
                     f"({', '.join(changed) or 'its definition'} changed); its cells are not mixed with these. Give "
@@ -297,28 +306,41 @@ class Experiment:
 
 
 class _Writer:
-    """Finished cells, written to the store in batches (from the loop, or the cluster's thread)."""
+    """Finished cells, written to the store in batches (from the loop, or the cluster's thread).
+
+    A batch is written when it holds ``FLUSH_CELLS`` cells, or once its first cell is
+    ``FLUSH_SECONDS`` old (``tick``, called while the cells run): a finished cell is in the store
+    within half a second, however long the next one takes.
+    """
 
     def __init__(self, db: ExperimentStore, experiment_id: str, bar: Progress) -> None:
         self.db, self.id, self.bar = db, experiment_id, bar
         self._buffer: list[Cell] = []
         self._lock = threading.Lock()
-        self._last = time.monotonic()
+        self._since = 0.0
 
     def __call__(self, cell: Cell) -> None:
         self.bar.update(cell)
         with self._lock:
+            if not self._buffer:
+                self._since = time.monotonic()
             self._buffer.append(cell)
-            if len(self._buffer) < FLUSH_CELLS and time.monotonic() - self._last < FLUSH_SECONDS:
-                return
-            batch, self._buffer = self._buffer, []
-            self._last = time.monotonic()
-            self.db.put(self.id, batch)
+            if len(self._buffer) >= FLUSH_CELLS or time.monotonic() - self._since >= FLUSH_SECONDS:
+                self._write()
+
+    def tick(self) -> None:
+        """Write the batch if its first cell has waited ``FLUSH_SECONDS``."""
+        with self._lock:
+            if self._buffer and time.monotonic() - self._since >= FLUSH_SECONDS:
+                self._write()
 
     def flush(self) -> None:
         with self._lock:
-            batch, self._buffer = self._buffer, []
-            self.db.put(self.id, batch)
+            self._write()
+
+    def _write(self) -> None:
+        batch, self._buffer = self._buffer, []
+        self.db.put(self.id, batch)
 
 
 async def _run_here(
@@ -331,7 +353,16 @@ async def _run_here(
 ) -> None:
     from .local import run_local
 
-    await run_local(spec, todo, writer, max_concurrency=max_concurrency, ready=ready, fail_fast=fail_fast)
+    async def ticking() -> None:
+        while True:
+            await asyncio.sleep(FLUSH_SECONDS / 5)
+            writer.tick()
+
+    ticker = asyncio.ensure_future(ticking())
+    try:
+        await run_local(spec, todo, writer, max_concurrency=max_concurrency, ready=ready, fail_fast=fail_fast)
+    finally:
+        ticker.cancel()
 
 
 async def _run_on_cluster(
@@ -356,6 +387,7 @@ async def _run_on_cluster(
             todo,
             writer,
             stop,
+            tick=writer.tick,
             max_concurrency=max_concurrency,
             batch_size=batch_size,
             fail_fast=fail_fast,
@@ -375,7 +407,7 @@ def _identity(definition: Mapping[str, Any]) -> str:
 
 
 def _target_identity(build: Callable[..., Any] | None, ready: Workflow | None) -> Any:
-    """A build function by name and code; a ready workflow by its graph, modes, agents and clients."""
+    """A build function by name and code; a ready workflow by its graph, modes, agents and their clients' settings."""
     if build is not None:
         return {"build": plain_value(build), "code": code_digest(build)}
     assert ready is not None
@@ -384,68 +416,22 @@ def _target_identity(build: Callable[..., Any] | None, ready: Workflow | None) -
         part: dict[str, Any] = {"id": eid, "class": type(ex).__qualname__}
         if isinstance(ex, AgentExecutor):
             agent = ex.agent
+            client = getattr(agent, "client", None)
             part.update(
                 mode=ex.context_mode,
-                filter=plain_value(ex.context_filter),
+                filter=None
+                if ex.context_filter is None
+                else [plain_value(ex.context_filter), code_digest(ex.context_filter)],
                 agent=type(agent).__qualname__,
                 instructions=getattr(agent, "instructions", None),
-                client=type(getattr(agent, "client", None)).__qualname__,
+                client=type(client).__qualname__,
+                settings={k: plain_value(v) for k, v in object_settings(client).items()},
+                tools=sorted(
+                    code_digest(getattr(t, "fn", t)) + code_digest(t) for t in getattr(agent, "tools", None) or ()
+                ),
             )
+        else:
+            part["code"] = code_digest(type(ex))
         executors.append(part)
     edges = [f"{g.kind} {','.join(g.sources)}->{','.join(g.targets)}" for g in ready.groups]
     return {"workflow": ready.name, "start": ready.start_executor_id, "executors": executors, "edges": edges}
-
-
-def code_digest(value: Any) -> str:
-    """A hash of a function's code (or a class's, or a callable object's class) and of the user's code it calls.
-
-    Functions and classes it names in its module's globals are followed, when they are the user's
-    own (defined in the same module): changing a helper of the build function changes the
-    experiment. agent_nb's own code is left out (its version is not part of an experiment).
-    """
-    digest = hashlib.sha256()
-    seen: set[int] = set()
-
-    def follow(item: Any, module: str | None) -> None:
-        if id(item) in seen or getattr(item, "__module__", None) != module or module is None:
-            return
-        seen.add(id(item))
-        if inspect.isclass(item):
-            for member in vars(item).values():
-                follow(getattr(member, "__func__", member), module)
-            return
-        code = getattr(item, "__code__", None)
-        if code is None:
-            return
-        _code_digest(code, digest)
-        names = _names(code)
-        space = getattr(item, "__globals__", {})
-        for name in sorted(names):
-            if name in space:
-                follow(space[name], module)
-
-    target = value if inspect.isfunction(value) or inspect.isclass(value) else type(value)
-    module = getattr(target, "__module__", None)
-    if module is not None and module.split(".")[0] != "agent_nb":
-        follow(target, module)
-    return digest.hexdigest()[:16]
-
-
-def _names(code: Any) -> set[str]:
-    """The global names a code object (and the code nested in it) may read."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            names |= _names(const)
-    return names
-
-
-def _code_digest(code: Any, digest: Any) -> None:
-    """The code's bytes and constants, nested functions included (a changed build makes a new experiment)."""
-    digest.update(code.co_code)
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            _code_digest(const, digest)
-        else:
-            digest.update(repr(const).encode())
-    digest.update(repr(code.co_names).encode())

@@ -125,6 +125,26 @@ def test_a_store_that_cannot_be_written_says_where_and_what_to_do(tmp_path: Path
         ExperimentStore(tmp_path / "a-file" / "runs.sqlite")
 
 
+def stalled(config: dict[str, Any]) -> Any:
+    """The first input answers at once; the second waits a minute (the test stops it before)."""
+    return chain(config, Slow(MirrorChatClient(words=8), lambda text: 60.0 if "budget is 1 " in text else 0.0))
+
+
+async def test_a_finished_cell_is_stored_within_half_a_second_however_long_the_next_takes(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    exp = Experiment(stalled, inputs=questions(2), name="stalled")
+    task = asyncio.ensure_future(exp.run(store=path, max_concurrency=1, progress=False))
+    try:
+        started = time.monotonic()
+        await until_stored(path, 1, task)  # as another program reads the file, while the second cell waits
+        assert time.monotonic() - started < 1.5 and not task.done()
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert stored(path) == 1
+
+
 async def test_cancelled_in_the_middle_it_keeps_the_finished_cells_and_says_how_to_resume(
     tmp_path: Path, capsys: Any
 ) -> None:
