@@ -12,7 +12,7 @@ result.table(); result.compare({"writer.context_mode": "full"}, {"writer.context
 
 from . import scorers, views
 from .cells import STATUSES, Cell
-from .experiment import Experiment
+from .experiment import Experiment, UnreadKeyWarning
 from .inputs import Case
 from .recording import cassette_for
 from .result import Difference, ExperimentResult, ExperimentTable, PairedComparison, Row
@@ -38,6 +38,7 @@ __all__ = [
     "PairedComparison",
     "Row",
     "StoreError",
+    "UnreadKeyWarning",
     "cassette_for",
     "scorers",
 ]

@@ -15,11 +15,12 @@ import json
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ArgumentError, bad_argument
+from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..sync import run_sync
 from ..workflow import AgentExecutor, Workflow
 from .cells import Cell
@@ -28,13 +29,20 @@ from .identity import IDENTITY, code_digest, object_settings
 from .inputs import Case, read_inputs
 from .progress import Progress, wanted
 from .result import ExperimentResult
-from .runner import ExperimentError, ReadyWorkflow, Spec, check_keys, make_target, takes_case
+from .runner import ExperimentError, ReadyWorkflow, Spec, Watched, check_keys, make_target, takes_case
 from .scorers import name_of
 from .store import ExperimentStore
 
-__all__ = ["Experiment"]
+__all__ = ["Experiment", "UnreadKeyWarning"]
+
+
+class UnreadKeyWarning(UserWarning):
+    """A key of the grid that no configuration's build read: most likely misspelt."""
+
 
 ENGINES = ("local", "dask")
+_SETTINGS = ("context_mode", "context_filter")
+"""What a built workflow's executors are usually configured by (for a "did you mean")."""
 FLUSH_CELLS, FLUSH_SECONDS = 64, 0.5
 """A batch of finished cells is written when it holds 64 cells or its first is half a second old."""
 
@@ -111,11 +119,17 @@ class Experiment:
             self._check_build()
 
     def _check_build(self) -> None:
-        """Make every configuration's target once, before anything runs: a bad key fails here, not in cell 400."""
+        """Make every configuration's target once, before anything runs: a bad key fails here, not in cell 400.
+
+        A key of the grid that no configuration's build reads changes no target, so it is most likely
+        misspelt: a warning says so, with a "did you mean" (not an error: a scorer may read the key).
+        """
         spec = self._spec()
+        read: set[str] = set()
+        made: list[Any] = []
         for config in self.configs:
             try:
-                make_target(spec, config, self.cases[0])
+                made.append(make_target(spec, config, self.cases[0], given=Watched(config, read)))
             except ExperimentError:
                 raise
             except Exception as exc:
@@ -123,6 +137,18 @@ class Experiment:
                     f"Experiment {self.name!r}: build({config_label(config)}) raised {type(exc).__name__}: {exc}; "
                     "nothing ran. Fix the configuration or the build function"
                 ) from exc
+        unread = [k for k in self.keys if k not in read]
+        if unread:
+            known = read | {f"{e}.{s}" for t in made if isinstance(t, Workflow) for e in t.executors for s in _SETTINGS}
+            key = unread[0]
+            where = f" for input {self.cases[0].id!r}" if self.with_case else ""
+            warnings.warn(
+                f"Experiment {self.name!r}: no configuration's build read the key {key!r}{where}, so it changes "
+                f"no target{did_you_mean(key, sorted(known)) or '.'} Fix its name, or read it in build(config); "
+                "a key only a scorer reads (cell.config) is fine",
+                UnreadKeyWarning,
+                stacklevel=3,
+            )
 
     @property
     def lower_is_better(self) -> frozenset[str]:
@@ -242,7 +268,8 @@ class Experiment:
         left = sum(1 for k in range(len(self)) if stored.get(k, "cancelled") in rerun)
         todo = (c for c in self.cells() if stored.get(c.k, "cancelled") in rerun)  # made one by one: memory stays flat
         spec = self._spec(retries=retries, retry_wait=retry_wait)
-        bar = Progress(self.name, len(self), len(self) - left, enabled=wanted(progress))
+        failed = sum(1 for status in stored.values() if status in ("failed", "timeout"))
+        bar = Progress(self.name, len(self), len(self) - left, enabled=wanted(progress), failures=failed)
         writer = _Writer(db, experiment_id, bar)
         try:
             if left and engine == "local":
@@ -290,13 +317,16 @@ class Experiment:
         db.add(experiment_id, self.name, mine, len(self))
 
     def _stopped(self, db: ExperimentStore, experiment_id: str) -> str:
-        n = len(db.statuses(experiment_id))
+        statuses = db.statuses(experiment_id).values()
+        n = sum(1 for status in statuses if status != "cancelled")
+        stopped = len(statuses) - n
+        during = f" ({stopped} stopped while running, recorded as cancelled)" if stopped else ""
         kept = (
             f"they are in {db.path}: run it again with the same store to run the other {len(self) - n}"
             if db.path is not None
             else "they are lost with the in-memory store: give store='runs.sqlite' to keep cells across runs"
         )
-        return f"experiment {self.name!r} stopped: {n} of {len(self)} cells finished; {kept}"
+        return f"experiment {self.name!r} stopped: {n} of {len(self)} cells finished{during}; {kept}"
 
     def __repr__(self) -> str:
         return (

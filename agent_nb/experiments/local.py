@@ -26,7 +26,10 @@ async def run_local(
     ready: ReadyWorkflow | None = None,
     fail_fast: bool = False,
 ) -> None:
-    """Run ``cells``; on cancellation, the cells under way are cancelled and awaited before it propagates."""
+    """Run ``cells``; cancelled, it cancels the cells under way and awaits them before it propagates.
+
+    A cell stopped while it ran is recorded as ``cancelled`` (``done`` sees it), and runs again next time.
+    """
     pending = iter(cells)
     stop = asyncio.Event()
 
@@ -34,7 +37,13 @@ async def run_local(
         for cell in pending:  # one iterator shared by every worker: each cell is taken once
             if stop.is_set():
                 return
-            finished = await run_cell(spec, cell, ready)
+            try:
+                finished = await run_cell(spec, cell, ready)
+            except asyncio.CancelledError:  # the run was stopped: the cell under way is recorded as such
+                cell.status, cell.error_type = "cancelled", "CancelledError"
+                cell.error = "the experiment was stopped while this cell ran; run it again to run this cell"
+                done(cell)
+                raise
             done(finished)
             if fail_fast and finished.status != "ok":
                 stop.set()

@@ -25,14 +25,17 @@ def wanted(progress: bool | None) -> bool:
 class Progress:
     """Done / total, failures, rate and time left; ``update`` may be called from any thread."""
 
-    def __init__(self, name: str, total: int, done: int, *, enabled: bool) -> None:
+    def __init__(self, name: str, total: int, done: int, *, enabled: bool, failures: int = 0) -> None:
+        """``done`` and ``failures``: what the store already held (a run resumed goes on from there)."""
         self._bar: Any = None
-        self._failures = 0
+        self._failures = failures
         self._lock = threading.Lock()
         if enabled:
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, initial=done, desc=name, unit="cell", mininterval=0.5, smoothing=0.05)
+            if failures:
+                self._bar.set_postfix(failures=failures, refresh=False)
 
     def update(self, cell: Cell) -> None:
         if self._bar is None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ArgumentError, UsageError, did_you_mean
+from ..errors import ArgumentError, StepFailed, UsageError, did_you_mean
 from ..messages import Message
 from ..routing import RoutingChatClient
 from ..trace import Trace
@@ -29,7 +29,7 @@ from .configs import config_label
 from .inputs import Case
 from .scorers import name_of
 
-__all__ = ["ExperimentError", "ReadyWorkflow", "Spec", "check_keys", "run_cell"]
+__all__ = ["ExperimentError", "ReadyWorkflow", "Spec", "Watched", "check_keys", "run_cell"]
 
 
 class ExperimentError(UsageError):
@@ -131,6 +131,49 @@ def check_keys(workflow: Workflow, configs: Sequence[Mapping[str, Any]]) -> None
                 )
 
 
+class Watched(dict[str, Any]):
+    """A configuration that notes the keys a build reads: a key no build reads is likely misspelt."""
+
+    def __init__(self, config: Mapping[str, Any], read: set[str]) -> None:
+        super().__init__(config)
+        self.read = read
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+    def _all(self) -> None:
+        self.read.update(super().keys())
+
+    def keys(self) -> Any:  # a build that takes them all (``**config``, ``dict(config)``) reads them all
+        self._all()
+        return super().keys()
+
+    def items(self) -> Any:
+        self._all()
+        return super().items()
+
+    def values(self) -> Any:
+        self._all()
+        return super().values()
+
+    def __iter__(self) -> Any:
+        self._all()
+        return super().__iter__()
+
+    def copy(self) -> dict[str, Any]:
+        self._all()
+        return dict(super().items())
+
+
 class ReadyWorkflow:
     """A ready workflow lent to an experiment: isolated for each cell, put back as it was afterwards."""
 
@@ -173,10 +216,14 @@ class ReadyWorkflow:
             ex.set_context_mode(mode, context_filter)
 
 
-def make_target(spec: Spec, config: Mapping[str, Any], case: Case) -> Any:
-    """What ``build`` makes for this cell: a Workflow or a Harness (an agent becomes a one-executor workflow)."""
+def make_target(spec: Spec, config: Mapping[str, Any], case: Case, *, given: dict[str, Any] | None = None) -> Any:
+    """What ``build`` makes for this cell: a Workflow or a Harness (an agent becomes a one-executor workflow).
+
+    ``build`` gets a copy of the configuration (or ``given``: the check before a run watches what it reads).
+    """
     assert spec.build is not None
-    made = spec.build(dict(config), case) if spec.with_case else spec.build(dict(config))
+    config = dict(config) if given is None else given
+    made = spec.build(config, case) if spec.with_case else spec.build(config)
     if isinstance(made, WorkflowAgent):  # a workflow used as an agent: its own trace, agent by agent
         return made.workflow
     if isinstance(made, Workflow) or _is_harness(made):
@@ -266,7 +313,8 @@ async def run_cell(spec: Spec, cell: Cell, ready: ReadyWorkflow | None) -> Cell:
         cell.status, cell.error_type = "timeout", "TimeoutError"
         cell.error = f"the cell took longer than timeout={spec.timeout} s and was stopped"
     except Exception as exc:  # the cell failed: recorded, and the others go on
-        cell.status, cell.error_type = "failed", type(exc).__name__
+        cause = exc.__cause__ if isinstance(exc, StepFailed) and exc.__cause__ is not None else exc
+        cell.status, cell.error_type = "failed", type(cause).__name__  # what failed, not the step that carried it
         cell.error = str(exc) or repr(exc)
     else:
         cell._trace = trace

@@ -126,6 +126,12 @@ def stored(path: Path) -> int:
         return 0
 
 
+def finished(path: Path) -> int:
+    """How many of the stored cells finished (those stopped while running are stored as ``cancelled``)."""
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM cells WHERE status != 'cancelled'").fetchone()[0])
+
+
 async def until_stored(path: Path, cells: int, task: asyncio.Future[Any]) -> None:
     """Wait, bounded, until the running experiment ``task`` has stored ``cells`` cells (it must still run)."""
     for _ in range(1000):

@@ -6,6 +6,9 @@ import asyncio
 import gc
 import json
 import math
+import sqlite3
+import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +16,7 @@ from builds import Flaky, Slow, boom_chain, chain, only_user, questions, routed_
 
 from agent_nb import AgentExecutor, ChatAgent, MirrorChatClient, ScriptedChatClient, WorkflowBuilder
 from agent_nb.errors import ArgumentError, ModelBadRequest
-from agent_nb.experiments import Experiment, ExperimentError, ModelJudge, scorers
+from agent_nb.experiments import Experiment, ExperimentError, ModelJudge, UnreadKeyWarning, scorers
 from agent_nb.harness import CentralizedHarness, StandardHarness, scenarios
 from agent_nb.messages import estimate_tokens
 from agent_nb.trace import ContextSnapshot
@@ -60,7 +63,9 @@ async def test_a_failing_cell_is_recorded_and_the_others_go_on() -> None:
     assert statuses == {(m, i): ("failed" if i == "1" else "ok") for m in ("full", "last_agent") for i in "012"}
     failures = result.failures()
     assert [f.input_id for f in failures] == ["1", "1"]
-    assert failures[0].error_type == "StepFailed" and "boom" in (failures[0].error or "")
+    assert failures[0].error_type == "ModelBadRequest"  # what failed, not the step that carried it
+    assert "'writer'" in (failures[0].error or "") or "'planner'" in (failures[0].error or "")  # the step, named
+    assert "boom" in (failures[0].error or "")
     assert result.table()[0].failures == 1 and result.table()[0].cells == 3
 
 
@@ -97,7 +102,7 @@ async def test_a_rate_limited_model_is_tried_again_with_backoff(
     (cell,) = result.cells()
     assert (cell.status, cell.attempts) == (status, attempts)
     if status == "failed":
-        assert cell.error_type == "StepFailed" and "refused" in (cell.error or "")
+        assert cell.error_type == "ModelRateLimited" and "refused" in (cell.error or "")
 
 
 async def test_an_error_that_cannot_pass_is_not_tried_again() -> None:
@@ -370,13 +375,27 @@ async def test_compare_pairs_the_same_inputs_and_counts_what_was_lost() -> None:
         result.compare({}, {"writer.context_mode": "full"})
 
 
+def test_a_key_no_build_reads_is_said_with_a_did_you_mean() -> None:
+    with pytest.warns(UnreadKeyWarning, match=r"key 'writer\.context_mod'.*did you mean 'writer\.context_mode'\?"):
+        Experiment(chain, inputs=questions(1), grid={"writer.context_mod": ["full"]})
+    read_by_a_scorer = {"writer.context_mode": ["full"], "threshold": [0.5]}
+    with pytest.warns(UnreadKeyWarning, match="a key only a scorer reads"):
+        Experiment(chain, inputs=questions(1), grid=read_by_a_scorer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Experiment(chain, inputs=questions(1), grid={"writer.context_mode": ["full"]})  # read: nothing said
+        Experiment(lambda_free_all_keys, inputs=questions(1), grid={"anything": [1, 2]})  # ``**config`` reads all
+
+
 async def test_by_pools_the_other_keys() -> None:
     grid = {"writer.context_mode": ["full", "last_agent"], "size": [1, 2]}
 
     def build(config: dict[str, Any]) -> Any:
         return chain(config)
 
-    result = await Experiment(build, inputs=questions(2), grid=grid).run()
+    with pytest.warns(UnreadKeyWarning, match="no configuration's build read the key 'size'"):
+        exp = Experiment(build, inputs=questions(2), grid=grid)  # "size" only groups cells here
+    result = await exp.run()
     pooled = result.by("writer.context_mode")
     assert [(r.config, r.cells) for r in pooled.rows] == [
         ({"writer.context_mode": "full"}, 4),
@@ -411,7 +430,9 @@ async def test_cells_hold_no_trace_once_stored() -> None:
 
 async def test_records_jsonl_html_and_plot(tmp_path: Any) -> None:
     def build(config: dict[str, Any]) -> Any:
-        return chain(config)
+        workflow = chain(config)
+        workflow.name = config["label"]  # a name that must be escaped wherever it is shown
+        return workflow
 
     exp = Experiment(
         build,
@@ -443,12 +464,21 @@ async def test_to_pandas_says_how_to_get_pandas() -> None:
         assert list(result.to_pandas()["input_id"]) == ["q00"]
 
 
-async def test_progress_bar_when_asked_and_none_under_test(capsys: Any) -> None:
+async def test_progress_bar_when_asked_and_none_under_test(capsys: Any, tmp_path: Path) -> None:
     await Experiment(chain, inputs=questions(3), name="barred").run(progress=True)
     err = capsys.readouterr().err
     assert "barred" in err and "3/3" in err
     await Experiment(chain, inputs=questions(3), name="quiet").run()
     assert capsys.readouterr().err == ""
+    inputs = ["plan a picnic", "boom goes the plan", "boom again", "plan a walk"]
+    exp = Experiment(boom_chain, inputs=inputs, name="failing")
+    path = tmp_path / "runs.sqlite"
+    await exp.run(progress=True, store=path, max_concurrency=1)
+    assert "4/4" in (err := capsys.readouterr().err) and "failures=2" in err
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM cells WHERE k = 3")  # one cell left to run on the next run
+    await exp.run(progress=True, store=path)  # resumed: the two failures stored before still count
+    assert "4/4" in (err := capsys.readouterr().err) and "failures=2" in err
 
 
 async def test_same_cells_same_records_on_every_run() -> None:
@@ -510,3 +540,8 @@ async def test_compare_calls_a_gap_that_goes_away_a_fix_and_the_table_counts_sco
     assert "has_gap('duplicate answer') 1/1 → 0/1 (fixes 1, breaks 0;" in comparison
     table = result.table(timings=False)
     assert table.columns()[-1] == "scorer errors" and [r.score_errors for r in table.rows] == [1, 1]
+
+
+def lambda_free_all_keys(config: dict[str, Any]) -> Any:
+    """A build that hands its whole configuration on."""
+    return chain({"writer.context_mode": "full", **config})

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from builds import stored
+from builds import finished, stored
 from doubles import subprocess_env
 from jupyter_client.manager import start_new_kernel
 
@@ -53,7 +53,7 @@ def test_the_stop_button_keeps_the_finished_cells_and_the_next_run_finishes_the_
             time.sleep(0.02)
         km.interrupt_kernel()
         printed, error = outputs(kc, running)
-        kept = stored(path)
+        kept = finished(path)
         assert error in ("KeyboardInterrupt", "CancelledError"), (error, printed)
         assert f"experiment 'stopped' stopped: {kept} of 60 cells finished" in printed and "run it again" in printed
         assert 5 <= kept < 60

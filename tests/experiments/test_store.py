@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builds import Slow, chain, questions, stable, stored, until_stored
+from builds import Slow, chain, finished, questions, stable, stored, until_stored
 from doubles import subprocess_env
 
 from agent_nb import MirrorChatClient
@@ -142,7 +142,7 @@ async def test_a_finished_cell_is_stored_within_half_a_second_however_long_the_n
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert stored(path) == 1
+    assert finished(path) == 1 and stored(path) == 2  # the second, stopped while it waited: cancelled
 
 
 async def test_cancelled_in_the_middle_it_keeps_the_finished_cells_and_says_how_to_resume(
@@ -159,12 +159,14 @@ async def test_cancelled_in_the_middle_it_keeps_the_finished_cells_and_says_how_
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    kept = stored(path)
+    kept, cancelled = finished(path), stored(path) - finished(path)
     err = capsys.readouterr().err
-    assert (
-        f"experiment 'slow' stopped: {kept} of 30 cells finished" in err and "run it again with the same store" in err
-    )
-    assert 4 <= kept < 30
+    assert f"experiment 'slow' stopped: {kept} of 30 cells finished ({cancelled} stopped while running" in err
+    assert "run it again with the same store" in err
+    assert 4 <= kept < 30 and cancelled == 2  # both cells under way (max_concurrency=2), recorded as such
+    with sqlite3.connect(path) as db:
+        errors = db.execute("SELECT json_extract(summary, '$.error') FROM cells WHERE status = 'cancelled'").fetchall()
+    assert errors == [("the experiment was stopped while this cell ran; run it again to run this cell",)] * 2
     whole = await exp.run(store=path, max_concurrency=4)
     reference = await exp.run(store=tmp_path / "reference.sqlite", max_concurrency=4)
     assert stable(whole.to_records()) == stable(reference.to_records()) and len(whole) == 30
@@ -217,7 +219,7 @@ def test_killed_or_interrupted_in_the_middle_then_run_again_equals_an_uninterrup
     finally:
         if first.poll() is None:
             first.kill()
-    kept = stored(path)
+    kept = finished(path)
     assert 10 <= kept < 80, kept
     if how == "ctrl-c":
         assert first.returncode != 0 and "KeyboardInterrupt" in err
