@@ -280,7 +280,7 @@ class Experiment:
                     if ready is not None:
                         ready.restore()
             elif left:
-                await _run_on_cluster(engine, spec, todo, writer, max_concurrency, batch_size, fail_fast)
+                await _run_on_cluster(engine, spec, todo, left, writer, max_concurrency, batch_size, fail_fast)
         except (asyncio.CancelledError, KeyboardInterrupt):
             writer.flush()
             print(self._stopped(db, experiment_id), file=sys.stderr)
@@ -399,13 +399,24 @@ async def _run_on_cluster(
     engine: Any,
     spec: Spec,
     todo: Iterable[Cell],
+    count: int,
     writer: _Writer,
     max_concurrency: int,
     batch_size: int | None,
     fail_fast: bool,
 ) -> None:
     """The Dask engine in a thread (its client blocks); cancelled, it stops taking results and cancels the rest."""
-    from .dask_engine import run_dask
+    try:
+        import distributed  # noqa: F401  (the extra is checked here, with its name)
+    except ImportError:
+        raise ExperimentError(
+            f"Experiment: engine={engine!r} needs Dask's distributed, which is not installed; nothing ran. "
+            "Install the extra: pip install 'agent_nb[dask]'"
+        ) from None
+    from .dask_engine import refuse_in_a_starting_process, run_dask
+
+    if engine == "dask":
+        refuse_in_a_starting_process()
 
     stop = threading.Event()
     loop = asyncio.get_running_loop()
@@ -417,6 +428,7 @@ async def _run_on_cluster(
             todo,
             writer,
             stop,
+            count=count,
             tick=writer.tick,
             max_concurrency=max_concurrency,
             batch_size=batch_size,

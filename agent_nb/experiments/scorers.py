@@ -16,12 +16,13 @@ scorers.has_gap("duplicate answer")       # a harness answered twice
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ArgumentError, bad_argument
+from ..errors import ArgumentError, UsageError, bad_argument
 from ..messages import Message
 from .cells import Cell
 
@@ -239,7 +240,10 @@ class ModelJudge(Scorer):
     """A score given by a model: ``rubric`` and the cell's input, output and expected answer go to ``client``.
 
     ``client`` is any chat client (so a judge can be routed, recorded and replayed), or a function
-    that makes one: on a cluster it is made on the worker, never shipped with open connections. The
+    that makes one — ``make()``, once where the judge is used (on a cluster, on the worker: never
+    shipped with open connections), or ``make(cell)``, one client per cell: what a recorded judge
+    needs, since a cassette replays its requests in order and cells run concurrently
+    (``lambda cell: cassette_client(cassette_for("judge", cell.config, cell.case), real)``). The
     model answers ``SCORE: <0..1>`` or ``PASS`` / ``FAIL``; anything else is a scorer error on that cell.
     """
 
@@ -251,6 +255,7 @@ class ModelJudge(Scorer):
         self.rubric, self.name = rubric, name
         self._client = client if callable(getattr(client, "get_response", None)) else None
         self._make = None if self._client is not None else client
+        self._per_cell = self._make is not None and _takes_a_cell(self._make)
 
     def __getstate__(self) -> Mapping[str, Any]:
         state = dict(self.__dict__)
@@ -260,9 +265,16 @@ class ModelJudge(Scorer):
 
     @property
     def client(self) -> Any:
+        """The judge's client (made on first use); one made per cell has no single client."""
+        if self._per_cell:
+            raise UsageError(f"{self.name}: its client is made for each cell (make(cell)); see client_for(cell)")
         if self._client is None:
             self._client = self._make()  # type: ignore[misc]
         return self._client
+
+    def client_for(self, cell: Cell) -> Any:
+        """The client that judges ``cell``."""
+        return self._make(cell) if self._per_cell else self.client  # type: ignore[misc]
 
     async def score(self, cell: Cell) -> float:
         question = cell.case.input if cell.case is not None else ""
@@ -274,8 +286,20 @@ class ModelJudge(Scorer):
             Message("system", f"{self.rubric}\nAnswer with 'SCORE: <a number from 0 to 1>', or PASS or FAIL."),
             Message("user", prompt),
         ]
-        response = await self.client.get_response(messages)
+        response = await self.client_for(cell).get_response(messages)
         return judged(response.text, self.name)
+
+
+def _takes_a_cell(make: Callable[..., Any]) -> bool:
+    """Whether ``make`` takes a positional argument without a default (the cell)."""
+    try:
+        parameters = inspect.signature(make).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty
+        for p in parameters
+    )
 
 
 def judged(reply: str, name: str = "judge") -> float:
