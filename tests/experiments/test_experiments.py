@@ -545,3 +545,34 @@ async def test_compare_calls_a_gap_that_goes_away_a_fix_and_the_table_counts_sco
 def lambda_free_all_keys(config: dict[str, Any]) -> Any:
     """A build that hands its whole configuration on."""
     return chain({"writer.context_mode": "full", **config})
+
+
+class InFlight:
+    """A model that waits a little and notes how many requests it is answering at once."""
+
+    def __init__(self) -> None:
+        self.inner, self.now, self.most = MirrorChatClient(), 0, 0
+        self.capabilities, self.history_mode = self.inner.capabilities, self.inner.history_mode
+
+    async def get_response(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            await asyncio.sleep(0.02)
+            return await self.inner.get_response(messages, *args, **kwargs)
+        finally:
+            self.now -= 1
+
+    def get_streaming_response(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.get_streaming_response(messages, *args, **kwargs)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 8])
+async def test_max_concurrency_bounds_the_cells_at_once(limit: int) -> None:
+    model = InFlight()
+
+    def build(config: dict[str, Any]) -> Any:
+        return ChatAgent(model, name="solo")
+
+    assert len(await Experiment(build, inputs=questions(12)).run(max_concurrency=limit)) == 12
+    assert model.most == limit  # as many as allowed, never more
