@@ -14,8 +14,9 @@ A secret is any of:
 
 ``secrets_in(value)`` finds the secrets of a mapping (headers, options); ``option_secrets`` those of
 a request's options (its ``extra_headers``, ``extra_body``, ``extra_query`` and secret-named options,
-never its messages). A ``Scrubber`` is a set of known secrets compiled once, into one regular
-expression (every secret plain, JSON-escaped and percent-encoded, longest first): its ``scrub``
+never its messages); ``client_secrets`` those a chat client holds (and the clients it wraps). A
+``Scrubber`` is a set of known secrets compiled once, into one regular expression (every secret
+plain, JSON-escaped and percent-encoded, longest first): its ``scrub``
 replaces every one and every ``Bearer`` or ``Basic`` credential; ``scrub(text, secrets)`` and
 ``scrub_tree`` take secrets or a ``Scrubber``; ``redact_tree`` also masks whole what sits under a
 secret-naming key (how a request is written to a cassette). ``TextScrubber`` does the same across
@@ -41,6 +42,7 @@ __all__ = [
     "REQUEST_EXTRAS",
     "Scrubber",
     "TextScrubber",
+    "client_secrets",
     "is_secret_key",
     "option_secrets",
     "redact_tree",
@@ -149,6 +151,35 @@ def option_secrets(options: Mapping[str, Any] | None) -> set[str]:
         elif is_secret_key(key):
             found |= secrets_in(value, secret=True)
     return found
+
+
+def client_secrets(client: object) -> list[str]:
+    """The secrets a chat client holds, and those of the clients it wraps (a router's routes, a recorder's inner).
+
+    A client names its own: agent_nb's OpenAI clients with ``_secrets()`` (their key, the
+    environment's, those of their URL, headers and default options), a recorder with the
+    ``secrets=`` it was given. A client that cannot say has nothing to add.
+    """
+    found: list[str] = []
+    seen: set[int] = set()
+    todo: list[tuple[object, int]] = [(client, 0)]
+    while todo:
+        one, depth = todo.pop()
+        if one is None or id(one) in seen or depth > 8:  # wrappers do not go deeper (a mock's would, forever)
+            continue
+        seen.add(id(one))
+        own = getattr(one, "_secrets", None)
+        try:
+            named = own() if callable(own) else own
+        except Exception:  # a client that cannot say has nothing to add
+            named = None
+        if isinstance(named, (list, tuple, set, frozenset)):
+            found += [s for s in named if isinstance(s, str)]
+        routes = getattr(one, "routes", None)
+        if isinstance(routes, Mapping):
+            todo += ((route, depth + 1) for route in routes.values())
+        todo.append((getattr(one, "inner", None), depth + 1))
+    return list(dict.fromkeys(found))
 
 
 def _known(secrets: Iterable[str | None]) -> list[str]:

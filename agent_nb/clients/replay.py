@@ -61,7 +61,7 @@ from .cassettes import (
     serialised,
 )
 from .cassettes import seal_of as seal_of
-from .redaction import Scrubber, TextScrubber, redact_tree, scrub_tree, secrets_in
+from .redaction import Scrubber, TextScrubber, client_secrets, redact_tree, scrub_tree, secrets_in
 
 if TYPE_CHECKING:
     from ..sessions import AgentSession
@@ -94,19 +94,8 @@ def cassette_client(
         model=getattr(client, "model", None),
         capabilities=capabilities_of(client),
         history_mode=history_mode_of(client),
-        secrets=[*secrets, *_own_secrets(client)],
+        secrets=[*secrets, *client_secrets(client)],
     )
-
-
-def _own_secrets(client: object) -> list[str]:
-    """The secrets a client says it holds (agent_nb's OpenAI clients name theirs)."""
-    own = getattr(client, "_secrets", None)
-    if not callable(own):
-        return []
-    try:
-        return [s for s in own() if isinstance(s, str)]
-    except Exception:  # a client that cannot say has nothing to add
-        return []
 
 
 class RecordingChatClient:
@@ -146,7 +135,7 @@ class RecordingChatClient:
 
     def _known_secrets(self, options: Mapping[str, Any] | None = None) -> Scrubber:
         """The secrets of a request (those given, the environment's, the inner client's, its options'), compiled."""
-        found = [*self._secrets, *_environment_secrets(), *_own_secrets(self.inner)]
+        found = [*self._secrets, *_environment_secrets(), *client_secrets(self.inner)]
         if options:
             found += secrets_in(options)
         return Scrubber.of(found)

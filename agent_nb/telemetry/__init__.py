@@ -33,6 +33,7 @@ from ..errors import bad_argument
 from ..trace import Trace
 from ..workflow.observers import observe
 from .live import LiveSpans
+from .run_secrets import known, secrets_of
 from .spans import SpanWriter, ns
 
 __all__ = ["Instrumentation", "export_experiment", "export_result", "export_trace", "instrument", "uninstrument"]
@@ -89,7 +90,7 @@ def instrument(
     ``secrets``: strings to mask wherever they would appear, besides keys under secret names and
     the environment's API keys (they matter with ``capture_content=True``).
     """
-    instrumentation = Instrumentation(_writer(tracer_provider, capture_content, _secrets(secrets)))
+    instrumentation = Instrumentation(_writer(tracer_provider, capture_content, known(secrets)))
     _ACTIVE.append(instrumentation)
     return instrumentation
 
@@ -98,12 +99,6 @@ def uninstrument() -> None:
     """End every ``instrument()``: runs are no longer traced."""
     for instrumentation in list(_ACTIVE):
         instrumentation.uninstrument()
-
-
-def _secrets(more: Iterable[str]) -> list[str]:
-    import os
-
-    return [*more, *(v for k, v in os.environ.items() if k.endswith(("_API_KEY", "_TOKEN")) and v)]
 
 
 def export_trace(
@@ -118,7 +113,7 @@ def export_trace(
     """A trace's spans, with the times it was recorded at; returns the run's span (already ended)."""
     if not isinstance(trace, Trace):
         raise bad_argument("export_trace", "trace", trace, "a Trace (result.trace)")
-    return _writer(tracer_provider, capture_content, _secrets(secrets)).trace(trace, name=name, parent=parent)
+    return _writer(tracer_provider, capture_content, known(secrets)).trace(trace, name=name, parent=parent)
 
 
 def export_result(
@@ -130,7 +125,9 @@ def export_result(
     secrets: Iterable[str] = (),
 ) -> Span:
     """A run's spans: its trace, its status and the checkpoints it wrote."""
-    writer = _writer(tracer_provider, capture_content, _secrets(secrets))
+    writer = _writer(tracer_provider, capture_content, known(secrets))
+    if result.workflow is not None:  # its clients' keys, its options' secrets
+        writer.learn(secrets_of(result.workflow))
     name = result.workflow.name if result.workflow is not None else "workflow"
     span = writer.trace(result.trace, name=name, parent=parent, status=result.status)
     ends: dict[int, float] = {}
@@ -153,7 +150,9 @@ def export_experiment(
     secrets: Iterable[str] = (),
 ) -> Span:
     """An experiment's spans: one for it, one per cell (configuration, input, status, scores), its run inside."""
-    writer = _writer(tracer_provider, capture_content, _secrets(secrets))
+    writer = _writer(tracer_provider, capture_content, known(secrets))
+    if result.experiment.ready is not None:  # a ready workflow's clients' keys (a built one's are not kept)
+        writer.learn(secrets_of(result.experiment.ready))
     cells = [result.cell(c.k) for c in result.cells()]  # with their traces
     traces = [c.trace for c in cells]
     starts = [min((s.at for s in t if s.at), default=0.0) for t in traces]
@@ -168,18 +167,7 @@ def export_experiment(
     for cell, trace, start in zip(cells, traces, starts, strict=True):
         begin = start or at
         cell_span = writer.tracer.start_span(f"experiment cell {cell.k}", context=inside, start_time=ns(begin))
-        for key, value in cell.config.items():
-            cell_span.set_attribute(f"agent_nb.config.{key}", str(value))
-        cell_span.set_attribute("agent_nb.cell.input_id", cell.input_id)
-        cell_span.set_attribute("agent_nb.cell.repeat", cell.repeat)
-        cell_span.set_attribute("agent_nb.cell.status", cell.status)
-        for score, value in cell.scores.items():
-            if isinstance(value, (bool, int, float)):
-                cell_span.set_attribute(f"agent_nb.score.{score}", value)
-        cell_span.set_attribute("gen_ai.usage.input_tokens", cell.input_tokens)
-        cell_span.set_attribute("gen_ai.usage.output_tokens", cell.output_tokens)
-        if cell.error:
-            cell_span.set_status(otel.Status(otel.StatusCode.ERROR, f"{cell.error_type}: {cell.error}"))
+        writer.cell(cell_span, cell)
         if len(trace):
             writer.trace(trace, name=cell.label, parent=otel.set_span_in_context(cell_span))
         cell_span.end(end_time=ns(begin + cell.latency_s))

@@ -17,6 +17,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel
 from opentelemetry.trace import Span
 
+from .run_secrets import secrets_of
 from .spans import SpanWriter
 
 __all__ = ["LiveSpans"]
@@ -53,6 +54,7 @@ class LiveSpans:
             handle(run, event)
 
     def _on_started(self, run: Any, event: Any) -> None:
+        self.writer.learn(secrets_of(run.workflow, getattr(run, "_run_kwargs", {}).get("client_kwargs")))
         span = self.writer.start_run(run.workflow.name, otel_context.get_current(), run.began or time.time())
         self._runs[id(run)] = _Open(span)
 

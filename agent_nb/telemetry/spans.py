@@ -2,16 +2,18 @@
 
 Names and attributes follow the OpenTelemetry GenAI semantic conventions where they define one
 (``invoke_agent``, ``chat``, ``execute_tool``; ``gen_ai.*``), and ``agent_nb.*`` for what they do not:
-context modes, what an executor gave its agent and what its mode dropped, the messages handed over
-from other agents, routes and portability repairs. Message content is left out unless
-``capture_content`` is set; what could be a secret (options under secret names, known keys, bearer
-tokens) is masked whatever the setting. Every span takes its times from the trace, so a trace
-exported later keeps its own timings.
+context modes, what an executor gave its agent and what its mode dropped, the messages whose role
+was reassigned, routes and portability repairs. Message content is left out unless
+``capture_content`` is set, and so is the text of an error (it may quote what a user wrote): a
+failed span's status and ``error.type`` then say the error's type only. What could be a secret
+(options under secret names, known keys, bearer tokens) is masked whatever the setting. Every span
+takes its times from the trace, so a trace exported later keeps its own timings.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,9 +23,10 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ..agents.requests import ModelRequest
-from ..clients.redaction import Scrubber, redact_tree
+from ..clients.redaction import MASK, Scrubber, is_secret_key, redact_tree
 from ..messages import Message
 from ..trace import ContextSnapshot, Trace
+from .run_secrets import config_secrets
 
 __all__ = ["SpanWriter"]
 
@@ -35,10 +38,20 @@ def ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
 
 
-def _error_status(span: Span, error: str) -> None:
-    kind = error.split(":", 1)[0] if ":" in error else error
-    span.set_status(Status(StatusCode.ERROR, error))
-    span.set_attribute("error.type", kind)
+_ERROR_TYPE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)(?::\s|:$)|^cancelled \(([A-Za-z_][A-Za-z0-9_.]*)\)$")
+"""The type at the head of an error as a trace records it (``"Type: message"``, ``"cancelled (Type)"``)."""
+OTHER = "_OTHER"
+"""``error.type`` of an error whose type is not known (the conventions' fallback)."""
+
+
+def error_type(error: str) -> str:
+    """The low-cardinality type of a recorded error: its exception's name, ``rejected``, or ``_OTHER``."""
+    found = _ERROR_TYPE.match(error)
+    if found is not None:
+        return found.group(1) or found.group(2)
+    if error.startswith("the user rejected"):  # a rejected approval (agents/turn.py)
+        return "rejected"
+    return OTHER
 
 
 class SpanWriter:
@@ -51,8 +64,18 @@ class SpanWriter:
 
     # -- content, when asked for, never secrets -------------------------------------------
 
+    def learn(self, secrets: Iterable[str]) -> None:
+        """Mask ``secrets`` too from now on (a run's clients' keys, its options' secrets)."""
+        self.scrubber = self.scrubber.adding(secrets)
+
     def _text(self, text: str) -> str:
         return self.scrubber.scrub(text)
+
+    def error(self, span: Span, error: str, kind: str | None = None) -> None:
+        """A failed span: ``error.type``, and a status that says the error (its type only, without content)."""
+        kind = kind or error_type(error)
+        span.set_status(Status(StatusCode.ERROR, self._text(error) if self.capture_content else kind))
+        span.set_attribute("error.type", kind)
 
     def _messages(self, messages: Sequence[Message]) -> str:
         """Messages in the conventions' form: role and parts (text, tool calls and results, others by type)."""
@@ -115,7 +138,7 @@ class SpanWriter:
     def end_run(self, span: Span, status: str, end: float, error: str | None = None) -> None:
         span.set_attribute("agent_nb.run.status", status)
         if error is not None:
-            _error_status(span, error)
+            self.error(span, error)
         span.end(end_time=ns(end))
 
     # -- an invocation --------------------------------------------------------------------
@@ -150,7 +173,7 @@ class SpanWriter:
         if nested and s.inner is not None:
             self.trace(s.inner, name=s.executor_id, parent=inside)
         if s.error is not None:
-            _error_status(span, s.error)
+            self.error(span, s.error)
         span.end(end_time=ns(end))
 
     def _invocation_attributes(self, span: Span, s: ContextSnapshot) -> None:
@@ -185,7 +208,7 @@ class SpanWriter:
         if s.wrote:
             span.set_attribute("agent_nb.messages.wrote", len(s.wrote))
         if s.warnings:
-            span.set_attribute("agent_nb.warnings", list(s.warnings))
+            span.set_attribute("agent_nb.warnings", [self._text(w) for w in s.warnings])
         if self.capture_content and s.response is not None:
             span.set_attribute("gen_ai.output.messages", self._messages(s.response.messages))
 
@@ -233,7 +256,7 @@ class SpanWriter:
             rest = [m for m, o in zip(r.messages, origins, strict=True) if o != "instructions"]
             span.set_attribute("gen_ai.input.messages", self._messages(rest))
         if r.error is not None:
-            _error_status(span, r.error)
+            self.error(span, r.error)
         span.end(end_time=ns(start + r.duration))
 
     def _tools(self, s: ContextSnapshot, parent: Context, end: float) -> None:
@@ -269,11 +292,14 @@ class SpanWriter:
         span.set_attribute("gen_ai.tool.call.id", call.call_id)
         span.set_attribute("gen_ai.tool.type", "function")
         if self.capture_content:
-            arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, default=str)
+            arguments = call.arguments
+            if not isinstance(arguments, str):  # what sits under a secret name is masked whole
+                arguments = json.dumps(redact_tree(arguments, self.scrubber), default=str, ensure_ascii=False)
+            answer = json.dumps(redact_tree(result.result, self.scrubber), default=str, ensure_ascii=False)
             span.set_attribute("gen_ai.tool.call.arguments", self._text(arguments))
-            span.set_attribute("gen_ai.tool.call.result", self._text(json.dumps(result.result, default=str)))
+            span.set_attribute("gen_ai.tool.call.result", self._text(answer))
         if result.exception:
-            _error_status(span, result.exception)
+            self.error(span, result.exception)
         span.end(end_time=ns(stop))
 
     def _asked(self, request_id: str, s: Any, parent: Context, at: float, data: Any = None) -> None:
@@ -294,6 +320,23 @@ class SpanWriter:
         elif self.capture_content:
             span.set_attribute("agent_nb.response.value", self._text(str(value)))
         span.end(end_time=ns(at))
+
+    def cell(self, span: Span, cell: Any) -> None:
+        """An experiment cell's span: its configuration (secrets masked), input, repeat, status, scores, tokens."""
+        self.learn(config_secrets(cell.config))
+        for key, value in cell.config.items():
+            shown = MASK if is_secret_key(key.rsplit(".", 1)[-1]) else self._text(str(value))
+            span.set_attribute(f"agent_nb.config.{key}", shown)
+        span.set_attribute("agent_nb.cell.input_id", cell.input_id)
+        span.set_attribute("agent_nb.cell.repeat", cell.repeat)
+        span.set_attribute("agent_nb.cell.status", cell.status)
+        for score, value in cell.scores.items():
+            if isinstance(value, (bool, int, float)):
+                span.set_attribute(f"agent_nb.score.{score}", value)
+        span.set_attribute("gen_ai.usage.input_tokens", cell.input_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", cell.output_tokens)
+        if cell.error:
+            self.error(span, f"{cell.error_type}: {cell.error}", cell.error_type)
 
     def checkpoint(self, parent: Context, checkpoint_id: str, superstep: int, at: float) -> None:
         span = self.tracer.start_span("agent_nb.checkpoint", context=parent, start_time=ns(at))
