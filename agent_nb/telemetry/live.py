@@ -114,6 +114,12 @@ class LiveSpans:
                     otel_context.detach(token)
                 span.set_attribute("agent_nb.status", "cancelled")
                 span.end()
+        turn = next((s.turn for s in getattr(run, "_snapshots", ()) if s.turn), 0)
+        if turn:  # a harness's turn
+            opened.span.set_attribute("agent_nb.turn", turn)
+        restored = getattr(run, "restored", None)
+        if restored is not None:  # resumed from a checkpoint
+            opened.span.set_attribute("agent_nb.restored_from", restored.checkpoint.id)
         message = None if error is None else f"{type(error).__name__}: {error}"
         self.writer.end_run(opened.span, status, time.time(), message)
 

@@ -111,23 +111,32 @@ class SpanWriter:
         root.set_attribute("agent_nb.turns", len(turns))
         inside = otel.set_span_in_context(root)
         for turn in turns:
-            span = self._run(trace, [s for s in trace if s.turn == turn], f"{name} turn {turn}", inside, status)
-            span.set_attribute("agent_nb.turn", turn)
+            snapshots = [s for s in trace if s.turn == turn]
+            self._run(trace, snapshots, f"{name} turn {turn}", inside, status, turn=turn)
         root.end(end_time=ns(end))
         return root
 
     def _run(
-        self, trace: Trace, snapshots: list[ContextSnapshot], name: str, parent: Context | None, status: str | None
+        self,
+        trace: Trace,
+        snapshots: list[ContextSnapshot],
+        name: str,
+        parent: Context | None,
+        status: str | None,
+        *,
+        turn: int = 0,
     ) -> Span:
         start, end = _bounds(snapshots)
         span = self.start_run(name, parent, start)
+        if turn:
+            span.set_attribute("agent_nb.turn", turn)
+        if trace.restored_from:
+            span.set_attribute("agent_nb.restored_from", trace.restored_from)
         inside = otel.set_span_in_context(span)
         for s in snapshots:
             self.invocation(s, inside, base=start if not s.at else None)
         failed = [s for s in snapshots if s.error is not None]
         self.end_run(span, status or ("failed" if failed else "completed"), end, failed[0].error if failed else None)
-        if trace.restored_from:
-            span.set_attribute("agent_nb.restored_from", trace.restored_from)
         return span
 
     def start_run(self, name: str, parent: Context | None, start: float) -> Span:
@@ -197,9 +206,7 @@ class SpanWriter:
         if s.given is not None:
             span.set_attribute("agent_nb.messages.given", len(s.given))
             span.set_attribute("agent_nb.messages.dropped", len(s.dropped))
-        handed = sum(o == "handed over" for r in s.model_requests[:1] for o in r.origins)
-        if handed:
-            span.set_attribute("agent_nb.messages.reassigned", handed)
+            span.set_attribute("agent_nb.messages.reassigned", sum(s.reassigned))  # roles really reassigned
         tokens_in = sum(r.input_tokens or 0 for r in s.model_requests)
         tokens_out = sum(r.output_tokens or 0 for r in s.model_requests)
         if tokens_in or tokens_out:
