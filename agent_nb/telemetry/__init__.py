@@ -62,8 +62,10 @@ def _writer(tracer_provider: Any, capture_content: bool, secrets: Iterable[str])
 class Instrumentation:
     """Live spans for every run while it lasts; ``uninstrument()`` (or ``with``) ends it."""
 
-    def __init__(self, writer: SpanWriter) -> None:
+    def __init__(self, writer: SpanWriter, tracer_provider: Any = None) -> None:
         self.writer = writer
+        self.tracer_provider = tracer_provider
+        """The provider it was given (``None``: OpenTelemetry's global one)."""
         self._stop = observe(LiveSpans(writer))
 
     def uninstrument(self) -> None:
@@ -87,10 +89,17 @@ def instrument(
 ) -> Instrumentation:
     """Spans for every run from now on, as it goes (``tracer_provider``: yours, or OpenTelemetry's global one).
 
-    ``secrets``: strings to mask wherever they would appear, besides keys under secret names and
-    the environment's API keys (they matter with ``capture_content=True``).
+    Called again with the same ``tracer_provider`` (a notebook cell run again), it replaces the
+    earlier call, which is ended: every run is still traced once, with the latest settings. Another
+    provider is traced beside it.
+
+    ``secrets``: strings to mask wherever they would appear, besides keys under secret names, the
+    keys of each run's clients and the environment's API keys.
     """
-    instrumentation = Instrumentation(_writer(tracer_provider, capture_content, known(secrets)))
+    writer = _writer(tracer_provider, capture_content, known(secrets))
+    for earlier in [i for i in _ACTIVE if i.tracer_provider is tracer_provider]:
+        earlier.uninstrument()
+    instrumentation = Instrumentation(writer, tracer_provider)
     _ACTIVE.append(instrumentation)
     return instrumentation
 
