@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..sync import run_sync
+from ..watchers import watched_experiment
 from ..workflow import AgentExecutor, Workflow
 from .cells import Cell
 from .configs import config_key, config_label, expand, plain_value
@@ -229,6 +230,7 @@ class Experiment:
 
     # -- running ------------------------------------------------------------------
 
+    @watched_experiment  # telemetry's span around the experiment, when it watches
     async def run(
         self,
         *,

@@ -23,6 +23,7 @@ from ..messages import Message
 from ..routing import RoutingChatClient
 from ..trace import Trace
 from ..trace.codec import dump_trace
+from ..watchers import watched_cell
 from ..workflow import CONTEXT_MODES, AgentExecutor, Workflow, WorkflowAgent, WorkflowBuilder
 from .cells import Cell, measure
 from .configs import config_label
@@ -297,6 +298,7 @@ async def _play(
     return Trace(snapshots, trace.executor_ids), output, {}
 
 
+@watched_cell  # telemetry's span around the cell, when it watches
 async def run_cell(spec: Spec, cell: Cell, ready: ReadyWorkflow | None) -> Cell:
     """Run, measure and score one cell; its failure is recorded in it, never raised (but a cancellation is)."""
     case = spec.cases[spec.index[cell.input_id]]

@@ -31,8 +31,9 @@ from opentelemetry.trace import Span
 
 from ..errors import bad_argument
 from ..trace import Trace
+from ..watchers import watch
 from ..workflow.observers import observe
-from .live import LiveSpans
+from .live import LiveExperiments, LiveSpans
 from .run_secrets import known, secrets_of
 from .spans import SpanWriter, ns
 
@@ -66,10 +67,11 @@ class Instrumentation:
         self.writer = writer
         self.tracer_provider = tracer_provider
         """The provider it was given (``None``: OpenTelemetry's global one)."""
-        self._stop = observe(LiveSpans(writer))
+        self._stops = (observe(LiveSpans(writer)), watch(LiveExperiments(writer)))
 
     def uninstrument(self) -> None:
-        self._stop()
+        for stop in self._stops:
+            stop()
         if self in _ACTIVE:
             _ACTIVE.remove(self)
 

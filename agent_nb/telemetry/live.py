@@ -1,5 +1,10 @@
 """Spans as runs go: an observer of every run (``agent_nb.workflow.observers``) that writes them.
 
+An experiment run here (its local engine) is a span too, and each of its cells a span inside it
+(``LiveExperiments``, a watcher of ``agent_nb.watchers``): each is the current span while it runs,
+so the cell's runs open inside it. The Dask engine runs its cells in other processes: export its
+result after the fact (``result.to_otel()``).
+
 A run's span opens when it starts, under whatever span is current there (a cell of yours, an
 experiment's, the invocation of a parent workflow's node), and closes when it ends. Each
 invocation's span opens when the invocation starts and is the current span while it runs, so a
@@ -10,7 +15,9 @@ calls, tool calls and answered requests are written from its snapshot, with thei
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -20,7 +27,7 @@ from opentelemetry.trace import Span
 from .run_secrets import secrets_of
 from .spans import SpanWriter
 
-__all__ = ["LiveSpans"]
+__all__ = ["LiveExperiments", "LiveSpans"]
 
 
 def _task() -> Any:
@@ -137,3 +144,49 @@ class _Asker:
 
     def __init__(self, executor_id: str) -> None:
         self.executor_id = executor_id
+
+
+class LiveExperiments:
+    """The experiments' watcher: ``watch(LiveExperiments(writer))`` starts it."""
+
+    def __init__(self, writer: SpanWriter) -> None:
+        self.writer = writer
+
+    @contextlib.contextmanager
+    def experiment(self, experiment: Any, engine: Any) -> Iterator[None]:
+        if engine != "local":  # its cells run elsewhere, where nobody watches
+            yield
+            return
+        span = self.writer.tracer.start_span(f"experiment {experiment.name}")
+        span.set_attribute("agent_nb.experiment.name", experiment.name)
+        span.set_attribute("agent_nb.experiment.cells", len(experiment))
+        with self._current(span):
+            yield
+
+    @contextlib.contextmanager
+    def cell(self, cell: Any) -> Iterator[None]:
+        span = self.writer.tracer.start_span(f"experiment cell {cell.k}")
+        try:
+            with self._current(span, end=False):
+                yield
+        except BaseException:  # cancelled: the cell says what it had come to, the span that it was stopped
+            self.writer.cell(span, cell)
+            span.set_attribute("agent_nb.cell.status", "cancelled")
+            span.end()
+            raise
+        self.writer.cell(span, cell)
+        span.end()
+
+    @contextlib.contextmanager
+    def _current(self, span: Span, *, end: bool = True) -> Iterator[None]:
+        """``span`` as the current span while the block runs (in this task, and in the tasks it makes)."""
+        token = otel_context.attach(otel.set_span_in_context(span))
+        try:
+            yield
+        except Exception as exc:
+            self.writer.error(span, f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            otel_context.detach(token)
+            if end:
+                span.end()
