@@ -295,7 +295,7 @@ async def _play(
         trace = result.trace
         snapshots.extend(dataclasses.replace(s, turn=n) for s in trace)
         output = result.text
-    return Trace(snapshots, trace.executor_ids), output, {}
+    return Trace(snapshots, trace.executor_ids, name=trace.name), output, {}
 
 
 @watched_cell  # telemetry's span around the cell, when it watches

@@ -197,7 +197,7 @@ class Harness(Displayable):
     def trace(self) -> Trace:
         """Every turn's snapshots, in order, with the user's chat."""
         snapshots = [s for t in self._turns for s in t.result.trace]
-        return Trace(snapshots, tuple(self.workflow.executors), chat=self.transcript)
+        return Trace(snapshots, tuple(self.workflow.executors), chat=self.transcript, name=self.workflow.name)
 
     def who_has(self, fact: Any) -> Any:
         """``trace.who_has(fact)`` over the whole conversation."""

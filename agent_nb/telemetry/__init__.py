@@ -116,12 +116,15 @@ def export_trace(
     trace: Trace,
     tracer_provider: Any = None,
     *,
-    name: str = "workflow",
+    name: str | None = None,
     capture_content: bool = False,
     parent: Context | None = None,
     secrets: Iterable[str] = (),
 ) -> Span:
-    """A trace's spans, with the times it was recorded at; returns the run's span (already ended)."""
+    """A trace's spans, with the times it was recorded at; returns the run's span (already ended).
+
+    ``name``: the run's; by default its workflow's, when the trace knows it, else ``"run"``.
+    """
     if not isinstance(trace, Trace):
         raise bad_argument("export_trace", "trace", trace, "a Trace (result.trace)")
     return _writer(tracer_provider, capture_content, known(secrets)).trace(trace, name=name, parent=parent)
@@ -139,7 +142,7 @@ def export_result(
     writer = _writer(tracer_provider, capture_content, known(secrets))
     if result.workflow is not None:  # its clients' keys, its options' secrets
         writer.learn(secrets_of(result.workflow))
-    name = result.workflow.name if result.workflow is not None else "workflow"
+    name = result.workflow.name if result.workflow is not None else None
     span = writer.trace(result.trace, name=name, parent=parent, status=result.status)
     ends: dict[int, float] = {}
     for s in result.trace:
@@ -180,7 +183,7 @@ def export_experiment(
         cell_span = writer.tracer.start_span(f"experiment cell {cell.k}", context=inside, start_time=ns(begin))
         writer.cell(cell_span, cell)
         if len(trace):
-            writer.trace(trace, name=cell.label, parent=otel.set_span_in_context(cell_span))
+            writer.trace(trace, parent=otel.set_span_in_context(cell_span))  # named after its workflow
         cell_span.end(end_time=ns(begin + cell.latency_s))
         at = begin + cell.latency_s
     span.end(end_time=ns(max(last, at)))

@@ -100,9 +100,13 @@ class SpanWriter:
     # -- a run ----------------------------------------------------------------------------
 
     def trace(
-        self, trace: Trace, *, name: str = "workflow", parent: Context | None = None, status: str | None = None
+        self, trace: Trace, *, name: str | None = None, parent: Context | None = None, status: str | None = None
     ) -> Span:
-        """The whole trace after the fact: a run span (one per harness turn) holding every invocation."""
+        """The whole trace after the fact: a run span (one per harness turn) holding every invocation.
+
+        ``name``: the run's; by default the workflow's, when the trace knows it, else ``"run"``.
+        """
+        name = name or trace.name or "run"
         turns = sorted({s.turn for s in trace}) if any(s.turn for s in trace) else [0]
         if len(turns) == 1:
             return self._run(trace, list(trace), name, parent, status)
@@ -180,7 +184,7 @@ class SpanWriter:
         for request_id in s.requested if requests else ():  # live, each was written as it was asked
             self._asked(request_id, s, inside, end)
         if nested and s.inner is not None:
-            self.trace(s.inner, name=s.executor_id, parent=inside)
+            self.trace(s.inner, name=s.inner.name or s.executor_id, parent=inside)
         if s.error is not None:
             self.error(span, s.error)
         span.end(end_time=ns(end))

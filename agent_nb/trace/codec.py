@@ -190,6 +190,8 @@ def _data(trace: Trace) -> dict[str, Any]:
     }
     if trace.restored_from is not None:
         data |= {"restored_from": trace.restored_from, "restored": list(trace.restored)}
+    if trace.name is not None:
+        data["name"] = trace.name
     if any(s.at for s in trace):
         data["at"] = [s.at for s in trace]
     return data
@@ -310,4 +312,5 @@ def _read(data: dict[str, Any]) -> Trace:
         chat=pick(data.get("chat")) or (),
         restored_from=data.get("restored_from"),
         restored=data.get("restored", ()),
+        name=data.get("name"),
     )

@@ -152,7 +152,7 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
     ``trace.to_text(timings=True)`` adds them.
     """
 
-    __slots__ = ("_snapshots", "chat", "executor_ids", "restored", "restored_from")
+    __slots__ = ("_snapshots", "chat", "executor_ids", "name", "restored", "restored_from")
 
     def __init__(
         self,
@@ -162,6 +162,7 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
         chat: Sequence[Message] = (),
         restored_from: str | None = None,
         restored: Sequence[str] = (),
+        name: str | None = None,
     ) -> None:
         self._snapshots = tuple(snapshots)
         self.executor_ids: tuple[str, ...] = tuple(executor_ids) or tuple(
@@ -173,6 +174,8 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
         """The checkpoint the run resumed from, if it did."""
         self.restored: tuple[str, ...] = tuple(restored)
         """The executors put back from that checkpoint that did not run in this run (displays say "restored")."""
+        self.name = name
+        """The name of the workflow that ran (``None`` for a trace made by hand or stored before it was kept)."""
 
     def __len__(self) -> int:
         return len(self._snapshots)
@@ -200,7 +203,7 @@ class Trace(Displayable, Sequence[ContextSnapshot]):
             )
         restored = (executor_id,) if executor_id in self.restored else ()
         snaps = [s for s in self._snapshots if s.executor_id == executor_id]
-        return Trace(snaps, (executor_id,), restored_from=self.restored_from, restored=restored)
+        return Trace(snaps, (executor_id,), restored_from=self.restored_from, restored=restored, name=self.name)
 
     def last(self, executor_id: str) -> ContextSnapshot:
         """The most recent snapshot of an executor that ran."""

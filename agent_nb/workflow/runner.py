@@ -350,7 +350,13 @@ class _Run:
             ran = {s.executor_id for s in snapshots}
             restored_from = self.restored.checkpoint.id
             restored = tuple(e for e in self.workflow.executors if e in self.restored.executors and e not in ran)
-        trace = Trace(snapshots, tuple(self.workflow.executors), restored_from=restored_from, restored=restored)
+        trace = Trace(
+            snapshots,
+            tuple(self.workflow.executors),
+            restored_from=restored_from,
+            restored=restored,
+            name=self.workflow.name,
+        )
         failed = status == "failed"
         state = self._initial if failed else MappingProxyType(self.state)  # a failed run keeps nothing
         pending = tuple(self.workflow._pending.values())  # a failed run never changed them

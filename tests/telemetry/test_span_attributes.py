@@ -245,3 +245,27 @@ async def test_a_harness_connected_agent_holds_its_agents_spans_live_and_after_t
     spans.clear()
     harness.trace.to_otel(spans.provider, name="support")
     assert connected() == expected
+
+
+async def test_a_trace_exported_without_a_name_is_named_after_its_workflow_else_run(spans: Spans) -> None:
+    from agent_nb.harness import MessageNode, Orchestrator, StandardHarness, Topic
+    from agent_nb.trace import Trace
+
+    result = await SequentialBuilder([ChatAgent(MirrorChatClient(), name="planner")], name="trip").build().run("q")
+    for trace in (result.trace, load_trace(dump_trace(result.trace))):  # as run, and as stored
+        spans.clear()
+        trace.to_otel(spans.provider)
+        assert spans.tree()[0] == "workflow trip"
+    spans.clear()
+    Trace(list(result.trace)).to_otel(spans.provider)  # a trace made by hand knows no workflow
+    assert spans.tree()[0] == "workflow run"
+    spans.clear()
+    hours = Topic("opening_hours", [MessageNode("We are open 9:00-17:00.")], description="Opening hours")
+    harness = StandardHarness(Orchestrator("orchestrator", [hours]))
+    await harness.send("When are you open?")
+    await harness.send("And on Sunday?")
+    harness.trace.to_otel(spans.provider)
+    assert [s.name for s in spans.children(spans.one("conversation standard harness"))] == [
+        "workflow standard harness turn 1",
+        "workflow standard harness turn 2",
+    ]
