@@ -25,9 +25,15 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from opentelemetry import trace as otel
-from opentelemetry.context import Context
-from opentelemetry.trace import Span
+try:
+    from opentelemetry import trace as otel
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span
+except ImportError as exc:  # the optional extra is not installed
+    raise ImportError(
+        f"agent_nb.telemetry (to_otel, instrument) needs OpenTelemetry, which is not installed ({exc}); "
+        "install the extra: pip install 'agent_nb[otel]'"
+    ) from exc
 
 from ..errors import bad_argument
 from ..trace import Trace
