@@ -17,15 +17,15 @@ every answer is in, the agent goes on from where it stopped.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from collections.abc import AsyncIterable, Iterable
+from dataclasses import dataclass
+from typing import Any, Union
 
 from ..agents import SupportsAgentRun
 from ..agents.requests import recording
 from ..agents.turn import stray_note, unanswered_calls
 from ..conversation import EMPTY, Conversation
-from ..errors import ArgumentError, bad_argument, did_you_mean
+from ..errors import bad_argument
 from ..messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -37,6 +37,7 @@ from ..messages import (
     to_messages,
 )
 from ..sessions import AgentSession
+from .context_modes import CONTEXT_MODES, ContextFilter, ContextMode, ReadsContext, Selection
 from .executor import Executor, WorkflowContext, handler
 from .requests import RequestResponse
 
@@ -50,10 +51,6 @@ __all__ = [
     "ContextMode",
     "TurnToken",
 ]
-
-ContextMode = Literal["full", "last_agent", "custom"]
-CONTEXT_MODES: tuple[str, ...] = ("full", "last_agent", "custom")
-ContextFilter = Callable[[list[Message]], list[Message]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,13 +139,7 @@ _Yields = Union[AgentResponse, AgentResponseUpdate]  # noqa: UP007
 _Ctx = WorkflowContext[_Sends, _Yields]
 
 
-@dataclass(slots=True)
-class _Selection:
-    kept: Sequence[Message]
-    dropped: Sequence[Message] = field(default=())
-
-
-class AgentExecutor(Executor):
+class AgentExecutor(ReadsContext, Executor):
     """Wraps an agent so it can take part in a workflow.
 
     ```python
@@ -217,49 +208,6 @@ class AgentExecutor(Executor):
         """The ids of the requests (or tool calls) whose answers the agent waits for."""
         return tuple(k for k in self._awaiting if k not in self._answers)
 
-    # -- context mode ---------------------------------------------------------------
-
-    @property
-    def context_mode(self) -> ContextMode:
-        return self._mode
-
-    @context_mode.setter
-    def context_mode(self, mode: ContextMode) -> None:
-        self.set_context_mode(mode, self._filter if mode == "custom" else None)
-
-    @property
-    def context_filter(self) -> ContextFilter | None:
-        return self._filter
-
-    def set_context_mode(self, mode: ContextMode, context_filter: ContextFilter | None = None) -> None:
-        """Change what this executor keeps of upstream responses; applies from the next message."""
-        if mode not in CONTEXT_MODES:
-            raise bad_argument(
-                f"executor {self.id!r}",
-                "context_mode",
-                mode,
-                f"use one of: {', '.join(CONTEXT_MODES)}" + did_you_mean(str(mode), CONTEXT_MODES),
-            )
-        if mode == "custom" and context_filter is None:
-            raise ArgumentError(
-                f"executor {self.id!r}: context_mode='custom' needs a context_filter, "
-                "a function list[Message] -> list[Message]",
-                argument="context_filter",
-            )
-        if context_filter is not None and mode != "custom":
-            raise ArgumentError(
-                f"executor {self.id!r}: a context_filter is only used with context_mode='custom', not {mode!r}; "
-                "pass context_mode='custom' (or leave the mode out)",
-                argument="context_filter",
-            )
-        if context_filter is not None and not callable(context_filter):
-            raise bad_argument(
-                f"executor {self.id!r}", "context_filter", context_filter, "give a function of a list of messages"
-            )
-        self._mode, self._filter = mode, context_filter
-        name = getattr(context_filter, "__name__", type(context_filter).__name__) if mode == "custom" else None
-        self._mode_record = {"kind": self.kind, "context_mode": mode, "context_filter": name}
-
     @property
     def conversation(self) -> Conversation:
         """The full conversation after the agent's last answer (its input and its reply)."""
@@ -284,7 +232,7 @@ class AgentExecutor(Executor):
 
     @handler
     async def on_request(self, request: AgentExecutorRequest, ctx: _Ctx) -> None:
-        await self._arrive(_Selection(request.messages), ctx, respond=request.should_respond)
+        await self._arrive(Selection(request.messages), ctx, respond=request.should_respond)
 
     @handler
     async def on_response(self, response: AgentExecutorResponse, ctx: _Ctx) -> None:
@@ -298,15 +246,15 @@ class AgentExecutor(Executor):
 
     @handler
     async def on_text(self, text: str, ctx: _Ctx) -> None:
-        await self._arrive(_Selection((Message("user", text),)), ctx, respond=True)
+        await self._arrive(Selection((Message("user", text),)), ctx, respond=True)
 
     @handler
     async def on_message(self, message: Message, ctx: _Ctx) -> None:
-        await self._arrive(_Selection((message,)), ctx, respond=True)
+        await self._arrive(Selection((message,)), ctx, respond=True)
 
     @handler
     async def on_messages(self, messages: list[Union[str, Message]], ctx: _Ctx) -> None:  # noqa: UP007
-        await self._arrive(_Selection(to_messages(messages)), ctx, respond=True)
+        await self._arrive(Selection(to_messages(messages)), ctx, respond=True)
 
     @handler
     async def on_turn_token(self, token: TurnToken, ctx: _Ctx) -> None:
@@ -342,49 +290,7 @@ class AgentExecutor(Executor):
 
     # -- the work -------------------------------------------------------------------
 
-    def _select(self, response: AgentExecutorResponse) -> _Selection:
-        """Apply the context mode to an upstream response."""
-        reply = response.agent_response.messages
-        full = response.full_conversation
-        if full is None:
-            full = Conversation(reply)
-        if self._mode == "full":
-            return _Selection(full)
-        if self._mode == "last_agent":
-            n, k = len(full), len(reply)
-            if k <= n and all(full[n - k + i] is m for i, m in enumerate(reply)):
-                return _Selection(reply, full.head(n - k))
-            return _Selection(reply, _without(full, reply))
-        return self._filtered(full.to_list())
-
-    def _select_many(self, responses: list[AgentExecutorResponse]) -> _Selection:
-        """Apply the context mode to a fan-in: each message once, in order of first appearance."""
-        seen: dict[int, Message] = {}
-        for r in responses:
-            for m in r.full_conversation if r.full_conversation is not None else r.agent_response.messages:
-                seen.setdefault(id(m), m)
-        everything = list(seen.values())
-        if self._mode == "full":
-            return _Selection(everything)
-        if self._mode == "last_agent":
-            replies = [m for r in responses for m in r.agent_response.messages]
-            return _Selection(replies, _without(everything, replies))
-        return self._filtered(everything)
-
-    def _filtered(self, everything: list[Message]) -> _Selection:
-        assert self._filter is not None
-        try:
-            kept = self._filter(list(everything))
-        except Exception as exc:
-            name = getattr(self._filter, "__name__", repr(self._filter))
-            raise RuntimeError(f"the context_filter {name!r} of executor {self.id!r} raised {exc!r}") from exc
-        if not isinstance(kept, (list, tuple)) or not all(isinstance(m, Message) for m in kept):
-            raise TypeError(
-                f"the context_filter of executor {self.id!r} must return a list of Message, got {kept!r:.80}"
-            )
-        return _Selection(tuple(kept), _without(everything, kept))
-
-    async def _arrive(self, selection: _Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()) -> None:
+    async def _arrive(self, selection: Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()) -> None:
         ctx.record_context(self._mode_record, kept=selection.kept, dropped=selection.dropped)
         self._cache = self._cache.extend(selection.kept, validate=False)  # every handler made Messages
         if self.options.wait_for_turn_token:
@@ -394,24 +300,6 @@ class AgentExecutor(Executor):
             if not self._cache:
                 raise ValueError(f"executor {self.id!r} has nothing to answer: {self._why_empty(selection, sources)}")
             await self._take_turn(ctx, None)
-
-    def _why_empty(self, selection: _Selection, sources: tuple[str, ...]) -> str:
-        """Why a turn has no message to work from: its filter or mode dropped them all, or none came."""
-        upstream = " and ".join(repr(s) for s in sources) or "its input"
-        if selection.dropped:
-            n = len(selection.dropped)
-            what = (
-                f"its context_filter {self._mode_record['context_filter']!r}"
-                if self._mode == "custom"
-                else (f"its context_mode {self._mode!r}")
-            )
-            return (
-                f"{what} dropped all {n} message{'' if n == 1 else 's'} that came from {upstream}; "
-                "make it keep at least one, or change the mode"
-            )
-        if sources:
-            return f"{upstream} answered nothing (its reply had no message); look at why it gave an empty answer"
-        return "it was handed no message (an empty list is no input); send at least one"
 
     def _streams(self, ctx: _Ctx, token: TurnToken | None) -> bool:
         if self.options.emit_update_events is not None:
@@ -592,9 +480,3 @@ class AgentExecutor(Executor):
 
     def __repr__(self) -> str:
         return f"AgentExecutor(id={self.id!r}, context_mode={self._mode!r})"
-
-
-def _without(messages: Iterable[Message], removed: Iterable[Message]) -> list[Message]:
-    """``messages`` minus the ``removed`` objects (by identity: equal messages may be distinct turns)."""
-    gone = {id(m) for m in removed}
-    return [m for m in messages if id(m) not in gone]
