@@ -12,12 +12,13 @@ and a new ``TurnToken`` downstream.
 When its agent asks for input (a tool call waiting for approval), the executor waits:
 each request becomes a pending request of the run (``ctx.request_info``), or, with
 ``intercept_user_input_requests``, a ``UserInputRequestContent`` sent downstream. Once
-every answer is in, the agent goes on from where it stopped.
+every answer is in, the agent goes on from where it stopped, and its answer is the whole turn,
+as if it had never waited: the calls it made before, their results, and what it said after.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable
+from collections.abc import AsyncIterable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -202,6 +203,8 @@ class AgentExecutor(ReadsContext, Executor):
         self._awaiting: dict[str, UserInputRequestContent | FunctionCallContent] = {}
         """What the agent asked and is waiting on, by request id (or call id)."""
         self._answers: dict[str, UserInputResponseContent | FunctionResultContent] = {}
+        self._held: tuple[Conversation, Conversation] | None = None
+        """A turn that waits for answers: what it was given, and what it said so far (with the results given)."""
 
     @property
     def waiting_on(self) -> tuple[str, ...]:
@@ -329,16 +332,18 @@ class AgentExecutor(ReadsContext, Executor):
         results = [a for a in answers if isinstance(a, FunctionResultContent)]
         replies = [a for a in answers if isinstance(a, UserInputResponseContent)]
         messages = ([Message("tool", results)] if results else []) + ([Message("user", replies)] if replies else [])
+        if self._held is not None and results:  # results given from outside are part of the turn, as its own are
+            given, said = self._held
+            self._held = (given, said.extend(messages[:1], validate=False))
         paused = self._conversation
         if getattr(self.agent, "history", None) is None:  # it remembers nothing: hand it its paused turn again
             self._cache = paused.extend(messages, validate=False)
-            await self._take_turn(ctx, None)
         else:
             self._cache = Conversation(messages)
-            await self._take_turn(ctx, None, before=paused)
+        await self._take_turn(ctx, None)
 
-    async def _take_turn(self, ctx: _Ctx, token: TurnToken | None, before: Conversation = EMPTY) -> None:
-        cache = self._cache
+    async def _take_turn(self, ctx: _Ctx, token: TurnToken | None) -> None:
+        cache, held = self._cache, self._held
         if not cache:
             why = "a turn token came" if token is not None else "it was asked to answer"
             raise ValueError(
@@ -356,7 +361,9 @@ class AgentExecutor(ReadsContext, Executor):
                 response = await self._run_agent(list(given), ctx, streams)
             finally:  # what reached the model is shown when it failed too
                 ctx.record_context(model_requests=tuple(sent))
-        ctx.record_context(response=response)
+        ctx.record_context(response=response)  # what the agent answered in this invocation, to these requests
+        # the turn went on after its answers: it answers whole, as if it had never waited
+        answer = response if held is None else _whole(held[1], response)
         requests, calls = self._asks(response)
         stray = [] if requests or calls else unanswered_calls(response.messages, everywhere=True)  # else: asked
         if stray:
@@ -374,16 +381,18 @@ class AgentExecutor(ReadsContext, Executor):
             )
         emit = self.options.emit_response_events
         if (emit or (emit is None and not streams)) and not (requests or calls):
-            await ctx.yield_output(response)  # an agent that waits is a request (its event), not an answer yet
-        conversation = before.extend(cache).extend(response.messages, validate=False)  # validated by AgentResponse
-        self._conversation, self._cache = conversation, EMPTY
+            await ctx.yield_output(answer)  # an agent that waits is a request (its event), not an answer yet
+        start = cache if held is None else held[0]  # what the turn was given, before it waited if it did
+        conversation = start.extend(answer.messages, validate=False)  # validated by AgentResponse
+        self._conversation, self._cache, self._held = conversation, EMPTY, None
         if await self._pause(requests, calls, ctx):
+            self._held = (start, Conversation(answer.messages))
             return
         if self.options.wait_for_turn_token:
-            await ctx.send_message(list(response.messages))
+            await ctx.send_message(list(answer.messages))
             await ctx.send_message(TurnToken(token.emit_events if token else None))
         else:
-            await ctx.send_message(AgentExecutorResponse(self.id, response, conversation))
+            await ctx.send_message(AgentExecutorResponse(self.id, answer, conversation))
 
     def _asks(self, response: AgentResponse) -> tuple[list[UserInputRequestContent], list[FunctionCallContent]]:
         """What the answer waits on: requests for a person, and tool calls handed on to run elsewhere."""
@@ -454,6 +463,7 @@ class AgentExecutor(ReadsContext, Executor):
             "session_state": None if session is None else dict(session.state),
             "awaiting": dict(self._awaiting),
             "answers": dict(self._answers),
+            "held": None if self._held is None else list(self._held),
         }
 
     def checkpoint_state(self) -> dict[str, Any]:
@@ -469,6 +479,8 @@ class AgentExecutor(ReadsContext, Executor):
         self.session = state["session"]
         self._awaiting = dict(state.get("awaiting", {}))
         self._answers = dict(state.get("answers", {}))
+        held = state.get("held")
+        self._held = None if held is None else (_conversation(held[0]), _conversation(held[1]))
         if self.session is not None and "session_state" in state and self.session.state != state["session_state"]:
             self.session.state.clear()
             self.session.state.update(state["session_state"])
@@ -476,7 +488,29 @@ class AgentExecutor(ReadsContext, Executor):
     def reset(self) -> None:
         """Forget the cache, the conversation and what it waits on (the session is kept)."""
         self._cache = self._conversation = EMPTY
-        self._awaiting, self._answers = {}, {}
+        self._awaiting, self._answers, self._held = {}, {}, None
 
     def __repr__(self) -> str:
         return f"AgentExecutor(id={self.id!r}, context_mode={self._mode!r})"
+
+
+def _whole(said: Sequence[Message], response: AgentResponse) -> AgentResponse:
+    """A turn that waited for answers, whole: what it said before (its requests left out), then what it said after.
+
+    A run without approvals answers with the call, its result and the text; so does this one, and
+    the conversation it sends on (a group chat's transcript) holds the call before its result.
+    """
+    before = []
+    for m in said:
+        kept = [c for c in m.contents if not isinstance(c, UserInputRequestContent)]
+        if len(kept) == len(m.contents):
+            before.append(m)
+        elif kept:
+            before.append(m.model_copy(update={"contents": tuple(kept)}))
+    if not before:
+        return response
+    return response.model_copy(update={"messages": (*before, *response.messages)})
+
+
+def _conversation(messages: Any) -> Conversation:
+    return messages if isinstance(messages, Conversation) else Conversation(messages)

@@ -106,6 +106,10 @@ def refund(order: str) -> str:
     return f"refunded {order}"
 
 
+def roles(answer: AgentResponse) -> list[tuple[str, str]]:
+    return [(m.role, c.type) for m in answer.messages for c in m.contents]
+
+
 def support_and_critic(storage: Any = None, *, answered: bool = False) -> Any:
     """``answered``: a model that has already asked (the workflow is built anew, its model goes on)."""
     call = FunctionCallContent(call_id="c1", name="refund", arguments={"order": "A7"})
@@ -125,6 +129,7 @@ async def test_a_participant_waiting_for_approval_holds_the_aggregate_until_it_i
     assert done.status == "completed"
     (answers,) = done.get_outputs()
     assert [a.text for a in answers] == ["Refunded.", 'I see 1 message: user "Refund A7"']
+    assert roles(answers[0]) == [("assistant", "function_call"), ("tool", "function_result"), ("assistant", "text")]
 
 
 async def test_a_concurrent_run_waiting_for_approval_resumes_from_its_checkpoint_in_a_new_workflow(
@@ -139,6 +144,7 @@ async def test_a_concurrent_run_waiting_for_approval_resumes_from_its_checkpoint
     )
     assert done.status == "completed"
     assert [a.text for a in done.get_outputs()[0]] == ["Refunded.", 'I see 1 message: user "Refund A7"']
+    assert roles(done.get_outputs()[0][0])[0] == ("assistant", "function_call")  # the call, kept in the checkpoint
 
 
 def test_bad_participants_and_aggregators_are_refused_with_what_to_do() -> None:

@@ -180,3 +180,48 @@ def test_bad_settings_are_refused_with_what_to_do() -> None:
     remembering = ChatAgent(MirrorChatClient(), name="critic", history=InMemoryHistoryProvider())
     with pytest.raises(ArgumentError, match="participant 'critic' keeps a history of its own"):
         GroupChatBuilder([RecordingAgent("writer"), remembering]).build()
+
+
+def support_then_writer(approval: bool) -> Any:
+    """A participant whose tool needs approval (or not), then one that reads what it did."""
+
+    @tool(requires_approval=approval)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    def model(messages: list[Message], options: Any) -> Any:
+        last = messages[-1].contents[-1]
+        if last.type == "function_result":
+            return f"Done: {last.result}"
+        return Message(
+            "assistant", ["Refunding.", FunctionCallContent(call_id="c1", name="refund", arguments={"order": "A7"})]
+        )
+
+    support = ChatAgent(FunctionChatClient(model), name="support", tools=[refund])
+    return GroupChatBuilder([support, ChatAgent(MirrorChatClient(), name="writer")], max_rounds=2).build()
+
+
+async def test_after_an_approval_the_transcript_holds_the_call_its_result_and_the_answer_as_without_one() -> None:
+    plain = await support_then_writer(False).run("Refund A7")
+    wf = support_then_writer(True)
+    first = await wf.run("Refund A7")
+    (request,) = first.pending_requests
+    approved = await wf.run(responses={request.request_id: True})
+
+    def shape(result: Any) -> list[tuple[str, str | None, list[Any]]]:
+        return [(m.role, m.author_name, list(m.contents)) for m in result.get_outputs()[0]]
+
+    assert shape(approved) == shape(plain)
+    assert [(m.role, [c.type for c in m.contents]) for m in plain.get_outputs()[0]] == [
+        ("user", ["text"]),
+        ("assistant", ["text", "function_call"]),  # the call comes before its result
+        ("tool", ["function_result"]),
+        ("assistant", ["text"]),
+        ("assistant", ["text"]),
+    ]
+    assert approved.text == plain.text  # the writer was handed the same conversation
+    (answer,) = [e.data for e in approved.events if e.type == "intermediate" and e.executor_id == "support"]
+    assert [m.role for m in answer.messages] == ["assistant", "tool", "assistant"]  # the whole turn, as its answer
+    assert [m.role for m in approved.trace.last("support").response.messages] == ["tool", "assistant"]  # to the
+    # requests of this invocation (after the approval), as the trace records each invocation

@@ -178,6 +178,13 @@ async def test_an_approved_tool_call_runs_and_the_agent_goes_on(history: bool, s
     assert sent[-1].contents[0].result == "refunded 20.0 on A7"
     assert done.status == "completed"
     assert workflow.executors["writer"].conversation[-1].text.startswith("I see 4 messages")  # it saw it all
+    handed = workflow.executors["writer"].conversation[:4]  # the whole turn, as if it never waited: no request
+    assert [(m.role, [c.type for c in m.contents]) for m in handed] == [
+        ("user", ["text"]),
+        ("assistant", ["function_call"]),
+        ("tool", ["function_result"]),
+        ("assistant", ["text"]),
+    ]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
