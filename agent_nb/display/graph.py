@@ -77,14 +77,19 @@ class Graph:
         return next(n for n in self.nodes if n.id == node_id)
 
 
-def _mode_of(executor: object) -> str | None:
-    if getattr(executor, "kind", None) == "workflow":  # a sub-workflow: what it holds
-        return f"{len(executor.workflow.executors)} executors"  # type: ignore[attr-defined]
-    mode = getattr(executor, "context_mode", None)
-    if mode is None:
-        return None
-    fn = getattr(executor, "context_filter", None)
-    return f"custom({getattr(fn, '__name__', 'filter')})" if mode == "custom" and fn is not None else str(mode)
+def _mode_of(executor: object, ran: str | None = None) -> str | None:
+    """The caption's mode: the one a run used (``ran``), or the executor's own.
+
+    A sub-workflow says what it holds, and its mode when it is not ``full``.
+    """
+    mode = ran
+    if mode is None and (own := getattr(executor, "context_mode", None)) is not None:
+        fn = getattr(executor, "context_filter", None)
+        mode = f"custom({getattr(fn, '__name__', 'filter')})" if own == "custom" and fn is not None else str(own)
+    if getattr(executor, "kind", None) == "workflow":
+        holds = f"{len(executor.workflow.executors)} executors"  # type: ignore[attr-defined]
+        return holds if mode in (None, "full") else f"{holds} · {mode}"
+    return mode
 
 
 def _status(trace: Trace, executor_id: str) -> str:
@@ -118,7 +123,7 @@ def graph_of(workflow: Workflow, trace: Trace | None = None) -> Graph:
             status = _status(trace, eid)
             ran = [s.mode for s in trace if s.executor_id == eid and s.mode]
             if ran:  # the mode of that run, which may differ from the executor's mode now
-                mode = ran[-1]
+                mode = _mode_of(ex, ran[-1])
         nodes.append(Node(eid, ex.kind, mode, eid == workflow.start_executor_id, status, _inner(ex, eid, trace)))
     links = tuple(
         Link(e.source, e.target, e.kind, e.label, e.condition is not None or e.label is not None)

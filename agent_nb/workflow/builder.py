@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Union
 from ..agents import SupportsAgentRun
 from ..errors import WorkflowValidationError, bad_argument, did_you_mean
 from ._types import any_compatible, type_name
-from .agent_executor import AgentExecutor
 from .edges import Condition, EdgeGroup, Selection
 from .executor import Executor
+from .nested import node_for
 from .workflow import Workflow, check_limit, check_storage
 
 if TYPE_CHECKING:
@@ -35,7 +35,8 @@ class WorkflowBuilder:
     ```
 
     A node is an ``Executor``, an agent, or the id of a node added elsewhere. One agent
-    instance is wrapped once, however many edges use it.
+    instance is wrapped once, however many edges use it. A workflow used as an agent
+    (``workflow.as_agent()``) is wrapped in a ``WorkflowExecutor``, so its run nests in the parent's.
 
     Args:
         start_executor: the node that receives the run's input.
@@ -88,7 +89,7 @@ class WorkflowBuilder:
         elif isinstance(node, SupportsAgentRun):
             wrapped = self._wrapped.get(id(node))
             if wrapped is None:
-                wrapped = self._wrapped[id(node)] = _executor_for(node)
+                wrapped = self._wrapped[id(node)] = node_for(node)
             ex = wrapped
         else:
             raise bad_argument(
@@ -258,15 +259,6 @@ class WorkflowBuilder:
             problem(f"output_from names an agent that is not in the graph: {node!r:.60}")
             return ""
         return wrapped.id
-
-
-def _executor_for(agent: SupportsAgentRun) -> Executor:
-    """An agent's node: an ``AgentExecutor``, or for a workflow used as an agent, its ``WorkflowExecutor``."""
-    from .nested import WorkflowAgent, WorkflowExecutor
-
-    if isinstance(agent, WorkflowAgent):
-        return WorkflowExecutor(agent.workflow, id=agent.name)
-    return AgentExecutor(agent)
 
 
 def _nodes(where: str, argument: str, nodes: Any) -> Iterable[Any]:

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, Union
 from ..agents import SupportsAgentRun
 from ..errors import ArgumentError, bad_argument
 from ..messages import AgentResponse, Message
-from .agent_executor import AgentExecutor, AgentExecutorResponse
+from .agent_executor import AgentExecutorResponse
 from .builder import WorkflowBuilder
 from .executor import Executor, WorkflowContext, handler
 from .handed import TakesTheInput, conversation_so_far
-from .orchestrations import agent_participants, as_agent_executors, free_id
+from .nested import node_for
+from .orchestrations import ANSWERING, Answering, agent_participants, as_agent_executors, free_id
 from .workflow import Workflow
 
 if TYPE_CHECKING:
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Answers", "ConcurrentBuilder"]
 
-Participant = Union[SupportsAgentRun, AgentExecutor]  # noqa: UP007
-Aggregator = Union[Callable[[list[AgentResponse]], Any], SupportsAgentRun, AgentExecutor, None]  # noqa: UP007
+Participant = Union[SupportsAgentRun, Answering]  # noqa: UP007
+Aggregator = Union[Callable[[list[AgentResponse]], Any], SupportsAgentRun, Answering, None]  # noqa: UP007
 
 
 class Answers(tuple[AgentResponse, ...]):
@@ -94,9 +95,10 @@ class Aggregate(Executor):
 class ConcurrentBuilder:
     """The same input to every participant, at the same time; their answers gathered into one output.
 
-    ``participants``: agents (each wrapped in a ``full`` executor) or ``AgentExecutor`` objects,
-    used as they are, with their own context mode (``last_agent`` reads only the input's last
-    speaker's words, ``custom`` what its filter keeps).
+    ``participants``: agents (each wrapped in a ``full`` executor; a workflow used as an agent,
+    ``workflow.as_agent()``, runs nested in a ``WorkflowExecutor``) or ``AgentExecutor`` /
+    ``WorkflowExecutor`` objects, used as they are, with their own context mode (``last_agent``
+    reads only the input's last speaker's words, ``custom`` what its filter keeps).
 
     ``aggregator``: ``None``, and the output is ``Answers`` (the participants' ``AgentResponse``
     in the order given; its ``text`` puts each after its author); a function of that list of
@@ -136,11 +138,11 @@ class ConcurrentBuilder:
         )
         return builder.add_fan_out_edges(dispatch, nodes).add_fan_in_edges(nodes, last).build()
 
-    def _aggregator(self, ids: list[str]) -> tuple[AgentExecutor | None, Callable[..., Any] | None]:
+    def _aggregator(self, ids: list[str]) -> tuple[Answering | None, Callable[..., Any] | None]:
         given = self.aggregator
         if given is None:
             return None, None
-        if isinstance(given, Executor) and not isinstance(given, AgentExecutor):
+        if isinstance(given, Executor) and not isinstance(given, ANSWERING):
             raise bad_argument(
                 self._where,
                 "aggregator",
@@ -148,8 +150,8 @@ class ConcurrentBuilder:
                 "give a function of the answers, an agent, or an AgentExecutor (another executor cannot be "
                 "told the answers)",
             )
-        if isinstance(given, (AgentExecutor, SupportsAgentRun)):
-            node = given if isinstance(given, AgentExecutor) else AgentExecutor(given)
+        if isinstance(given, (*ANSWERING, SupportsAgentRun)):
+            node = given if isinstance(given, ANSWERING) else node_for(given)
             if node.id in ids:
                 raise ArgumentError(
                     f"{self._where}: the aggregator's id {node.id!r} is also a participant's; give it its own name",

@@ -22,11 +22,11 @@ from ..agents import SupportsAgentRun
 from ..conversation import EMPTY, Conversation
 from ..errors import ArgumentError, UsageError, bad_argument, did_you_mean
 from ..messages import Message
-from .agent_executor import AgentExecutor, AgentExecutorResponse
+from .agent_executor import AgentExecutorResponse
 from .builder import WorkflowBuilder
 from .executor import WorkflowContext, handler
 from .handed import ConversationSoFar, TakesTheInput, conversation_so_far
-from .orchestrations import agent_participants, as_agent_executors, free_id
+from .orchestrations import Answering, agent_participants, as_agent_executors, free_id
 from .workflow import Workflow
 
 if TYPE_CHECKING:
@@ -189,8 +189,9 @@ class GroupChatBuilder:
     it is done), or when the manager picks nobody. The output is the ``Transcript``: the shared
     conversation, its ``text`` the last word said; each reply is also an ``intermediate`` event.
 
-    Participants are agents (wrapped in ``full`` executors) or ``AgentExecutor`` objects, used as
-    they are: each reads the shared conversation through its own mode. They are handed the whole
+    Participants are agents (wrapped in ``full`` executors; a workflow used as an agent runs nested,
+    in a ``WorkflowExecutor``) or ``AgentExecutor`` / ``WorkflowExecutor`` objects, used as they are:
+    each reads the shared conversation through its own mode. They are handed the whole
     conversation each round, so an agent that keeps a history of its own would see it twice: one
     with a history provider is refused. A next run's input joins the conversation so far
     (``workflow.reset()`` starts a new chat).
@@ -198,7 +199,7 @@ class GroupChatBuilder:
 
     def __init__(
         self,
-        participants: Sequence[SupportsAgentRun | AgentExecutor],
+        participants: Sequence[SupportsAgentRun | Answering],
         *,
         manager: Picker = round_robin,
         max_rounds: int = 10,
@@ -229,7 +230,7 @@ class GroupChatBuilder:
         nodes = as_agent_executors(self._where, self.participants)
         ids = [n.id for n in nodes]
         for node in nodes:
-            if getattr(node.agent, "history", None) is not None:
+            if getattr(getattr(node, "agent", None), "history", None) is not None:
                 raise ArgumentError(
                     f"{self._where}: participant {node.id!r} keeps a history of its own; in a group chat every "
                     "participant is handed the shared conversation each round, so it would see it twice. Give "

@@ -25,7 +25,7 @@ from ..messages import Message
 from .agent_executor import AgentExecutor, AgentExecutorResponse
 from .builder import WorkflowBuilder
 from .executor import Executor, WorkflowContext, handler
-from .orchestrations import agent_participants, as_agent_executors, free_id
+from .orchestrations import Answering, agent_participants, as_agent_executors, free_id
 from .workflow import Workflow
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ class HandoffBuilder:
 
     ``triage``: a ``ChatAgent``; it runs as a copy that also has a ``handoff_to_<specialist>``
     tool per specialist (yours is not changed). ``specialists``: agents (each given
-    ``context``) or ``AgentExecutor`` objects (used as they are, with their own mode).
+    ``context``; a workflow used as an agent runs nested, in a ``WorkflowExecutor`` given it too) or
+    ``AgentExecutor`` / ``WorkflowExecutor`` objects (used as they are, with their own mode).
     ``context``: what a specialist receives — ``"all"`` (the conversation without the hand-off's
     call and result, the default), ``"since_handoff"`` (from the user's last message on), or a
     filter ``list[Message] -> list[Message]``. The output is the specialist's answer, or the
@@ -125,12 +126,7 @@ class HandoffBuilder:
         return self.context
 
     def build(self) -> Workflow:
-        chosen = self._filter()
-        nodes = [
-            s if isinstance(s, AgentExecutor) else AgentExecutor(s, context_mode="custom", context_filter=chosen)
-            for s in self.specialists
-        ]
-        nodes = as_agent_executors(self._where, nodes)
+        nodes = as_agent_executors(self._where, self.specialists, context_mode="custom", context_filter=self._filter())
         if self.triage.name in {n.id for n in nodes}:
             raise ArgumentError(
                 f"{self._where}: the triage agent and a specialist are both named {self.triage.name!r}; "
@@ -182,10 +178,10 @@ def _tool_name(specialist: str) -> str:
     return HANDOFF_PREFIX + (re.sub(r"\W+", "_", specialist).strip("_") or "specialist")
 
 
-def _handoff_tool(name: str, specialist: AgentExecutor) -> FunctionTool:
+def _handoff_tool(name: str, specialist: Answering) -> FunctionTool:
     from ..tools import FunctionTool  # tools are loaded on first use, not with agent_nb
 
-    about = getattr(specialist.agent, "description", None)
+    about = getattr(getattr(specialist, "agent", specialist), "description", None)
 
     def handoff() -> str:
         return f"Handed over to {specialist.id}."

@@ -6,8 +6,10 @@ Its answer goes downstream as an agent's would (an ``AgentExecutorResponse`` car
 conversation it was given and its answer), so the next agent reads it through its context mode.
 
 ``workflow.as_agent(name=...)`` makes the same workflow usable where an agent is: a
-``ChatAgent``'s place in another workflow (there it runs as a ``WorkflowExecutor``), the
-``Playground`` and an experiment (both run the workflow itself, its agents one by one).
+``ChatAgent``'s place in another workflow (there it runs as a ``WorkflowExecutor``, in every
+builder: ``node_for``), the ``Playground`` and an experiment (both run the workflow itself, its
+agents one by one). Like an agent's node, the sub-workflow's node reads what other agents
+answered through its context mode (``full``, ``last_agent``, ``custom`` with a filter).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from ..agents import SupportsAgentRun
 from ..conversation import Conversation
 from ..errors import UsageError
 from ..messages import AgentResponse, AgentResponseUpdate, Message, to_messages
 from ..sessions import AgentSession
-from .agent_executor import AgentExecutorResponse
+from .agent_executor import AgentExecutor, AgentExecutorResponse
+from .context_modes import ContextFilter, ContextMode, ReadsContext, Selection
 from .executor import WorkflowContext, handler
 from .handed import TakesTheInput
 from .requests import PendingRequest, RequestResponse
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
     from .result import RunResult
     from .workflow import Workflow
 
-__all__ = ["WorkflowAgent", "WorkflowExecutor"]
+__all__ = ["WorkflowAgent", "WorkflowExecutor", "node_for"]
 
 
 def _answer(result: RunResult, name: str) -> AgentResponse:
@@ -51,18 +55,31 @@ def _waiting(result: RunResult, name: str) -> UsageError:
     )
 
 
-class WorkflowExecutor(TakesTheInput):
+class WorkflowExecutor(TakesTheInput, ReadsContext):
     """Runs a whole workflow for each message it receives; its snapshot holds that run's trace.
 
-    A request the sub-workflow makes (an approval, say) becomes a request of the parent's run;
-    once every one is answered, the sub-workflow goes on with the answers.
+    What another agent answered reaches the sub-workflow through this node's context mode, as it
+    would reach an agent (``context_mode``, ``context_filter``: see ``AgentExecutor``); a text or
+    messages given directly are taken whole. A request the sub-workflow makes (an approval, say)
+    becomes a request of the parent's run; once every one is answered, the sub-workflow goes on
+    with the answers.
     """
 
     kind = "workflow"
 
-    def __init__(self, workflow: Workflow, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        workflow: Workflow,
+        *,
+        id: str | None = None,
+        context_mode: ContextMode | None = None,
+        context_filter: ContextFilter | None = None,
+        description: str | None = None,
+    ) -> None:
         super().__init__(id or workflow.name)
         self.workflow = workflow
+        self.description = description if description is not None else workflow.description
+        self.set_context_mode(context_mode or ("custom" if context_filter is not None else "full"), context_filter)
         self._asked: dict[str, str] = {}
         """The parent's request id -> the sub-workflow's, for the requests it waits on."""
         self._answers: dict[str, Any] = {}
@@ -72,8 +89,20 @@ class WorkflowExecutor(TakesTheInput):
     async def on_response(
         self, response: AgentExecutorResponse, ctx: WorkflowContext[AgentExecutorResponse, Any]
     ) -> None:
-        conversation = response.full_conversation or Conversation(response.agent_response.messages)
-        await self.take(list(conversation), ctx)
+        await self._read(self._select(response), ctx, (response.executor_id,))
+
+    @handler
+    async def on_responses(
+        self, responses: list[AgentExecutorResponse], ctx: WorkflowContext[AgentExecutorResponse, Any]
+    ) -> None:
+        """A fan-in: the answers of several agents, read at once."""
+        await self._read(self._select_many(responses), ctx, tuple(r.executor_id for r in responses))
+
+    async def _read(self, selection: Selection, ctx: WorkflowContext[Any, Any], sources: tuple[str, ...]) -> None:
+        if not selection.kept:
+            raise ValueError(f"executor {self.id!r} has nothing to run on: {self._why_empty(selection, sources)}")
+        ctx.record_context(self._mode_record, kept=selection.kept, dropped=selection.dropped)
+        await self._start(list(selection.kept), ctx)
 
     @handler
     async def on_answer(self, answer: RequestResponse, ctx: WorkflowContext[AgentExecutorResponse, Any]) -> None:
@@ -91,6 +120,10 @@ class WorkflowExecutor(TakesTheInput):
         await self._finish(await self.workflow.run(responses=answers), ctx)
 
     async def take(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
+        ctx.record_context(self._mode_record, kept=messages)
+        await self._start(messages, ctx)
+
+    async def _start(self, messages: list[Message], ctx: WorkflowContext[Any, Any]) -> None:
         self._given = tuple(messages)
         await self._finish(await self.workflow.run(messages), ctx)
 
@@ -157,6 +190,26 @@ class WorkflowExecutor(TakesTheInput):
     def reset(self) -> None:
         self.workflow.reset()
         self._asked, self._answers, self._given = {}, {}, ()
+
+
+def node_for(
+    agent: SupportsAgentRun, *, context_mode: ContextMode | None = None, context_filter: ContextFilter | None = None
+) -> AgentExecutor | WorkflowExecutor:
+    """An agent's node in a graph, as every builder makes it.
+
+    An ``AgentExecutor``, or for a workflow used as an agent (``as_agent``) its ``WorkflowExecutor``,
+    so the sub-workflow's run nests (its trace, its box in the graph, its requests). Either reads
+    other agents' answers through ``context_mode`` (and ``context_filter``).
+    """
+    if isinstance(agent, WorkflowAgent):
+        return WorkflowExecutor(
+            agent.workflow,
+            id=agent.name,
+            context_mode=context_mode,
+            context_filter=context_filter,
+            description=agent.description,
+        )
+    return AgentExecutor(agent, context_mode=context_mode, context_filter=context_filter)
 
 
 class WorkflowAgent:

@@ -9,15 +9,20 @@ from typing import Any, Literal, Union
 from ..agents import SupportsAgentRun
 from ..errors import ArgumentError, bad_argument
 from ..messages import Message
-from .agent_executor import AgentExecutor, ContextMode
+from .agent_executor import AgentExecutor
 from .builder import WorkflowBuilder
+from .context_modes import ContextFilter, ContextMode
 from .executor import Executor, WorkflowContext
 from .handed import TakesTheInput
+from .nested import WorkflowExecutor, node_for
 from .workflow import Workflow
 
-__all__ = ["SequentialBuilder", "agent_participants", "as_agent_executors", "free_id"]
+__all__ = ["ANSWERING", "Answering", "SequentialBuilder", "agent_participants", "as_agent_executors", "free_id"]
 
 Participant = Union[SupportsAgentRun, Executor]  # noqa: UP007
+Answering = Union[AgentExecutor, WorkflowExecutor]  # noqa: UP007
+"""A node that answers as an agent does: an agent's, or a sub-workflow's (``workflow.as_agent()``)."""
+ANSWERING = (AgentExecutor, WorkflowExecutor)
 OutputFrom = Union[Literal["last", "all"], Sequence[Union[str, Participant]]]  # noqa: UP007
 
 
@@ -40,7 +45,8 @@ class SequentialBuilder:
     With ``chain_only_agent_responses=True`` each agent sees only its predecessor's reply, not
     the conversation so far: the agents given are wrapped in ``last_agent`` executors. An
     ``AgentExecutor`` given is used as it is (never changed); one whose mode is not
-    ``last_agent`` is refused then, since the two settings disagree.
+    ``last_agent`` is refused then, since the two settings disagree. A workflow used as an agent
+    (``workflow.as_agent()``) runs nested, as a ``WorkflowExecutor`` in the same mode.
 
     A custom first participant that takes ``list[Message]`` gets the run's input as messages
     (a string becomes one user message), through a first step of kind ``input``.
@@ -71,8 +77,8 @@ class SequentialBuilder:
         mode: ContextMode = "last_agent" if self.chain_only_agent_responses else "full"
         nodes: list[Executor] = []
         for p in self.participants:
-            node = p if isinstance(p, Executor) else AgentExecutor(p, context_mode=mode)
-            if self.chain_only_agent_responses and isinstance(node, AgentExecutor) and node.context_mode != mode:
+            node = p if isinstance(p, Executor) else node_for(p, context_mode=mode)
+            if self.chain_only_agent_responses and isinstance(node, ANSWERING) and node.context_mode != mode:
                 raise ArgumentError(
                     f"SequentialBuilder {self.name!r}: executor {node.id!r} uses context_mode="
                     f"{node.context_mode!r}, and chain_only_agent_responses=True asks for 'last_agent': pass its "
@@ -123,19 +129,36 @@ def free_id(wanted: str, nodes: Sequence[Executor]) -> str:
     return next(f"{wanted}{i}" for i in itertools.count(2) if f"{wanted}{i}" not in taken)
 
 
-def agent_participants(where: str, participants: Any) -> list[SupportsAgentRun | AgentExecutor]:
-    """A builder's participants, each an agent or an ``AgentExecutor`` (one that answers), as a list."""
+def agent_participants(where: str, participants: Any) -> list[SupportsAgentRun | Answering]:
+    """A builder's participants, each an agent or a node that answers (``AgentExecutor``, ``WorkflowExecutor``)."""
     if isinstance(participants, (str, bytes)) or not isinstance(participants, Sequence) or not participants:
         raise bad_argument(where, "participants", participants, "give a non-empty list of agents or AgentExecutors")
     for p in participants:
-        if isinstance(p, Executor) and not isinstance(p, AgentExecutor):
-            raise bad_argument(where, "a participant", p, "give an agent or an AgentExecutor (one that answers)")
+        if isinstance(p, Executor) and not isinstance(p, ANSWERING):
+            raise bad_argument(
+                where,
+                "a participant",
+                p,
+                "give an agent, an AgentExecutor or a WorkflowExecutor (one that answers)",
+            )
     return list(participants)
 
 
-def as_agent_executors(where: str, participants: Sequence[SupportsAgentRun | AgentExecutor]) -> list[AgentExecutor]:
-    """Agents wrapped in ``full`` executors, executors as they are; two with one id are refused."""
-    nodes = [p if isinstance(p, AgentExecutor) else AgentExecutor(p) for p in participants]
+def as_agent_executors(
+    where: str,
+    participants: Sequence[SupportsAgentRun | Answering],
+    *,
+    context_mode: ContextMode | None = None,
+    context_filter: ContextFilter | None = None,
+) -> list[Answering]:
+    """Agents wrapped in nodes of the mode given, nodes as they are; two with one id are refused.
+
+    ``node_for`` wraps them: a workflow used as an agent runs nested, in a ``WorkflowExecutor``.
+    """
+    nodes = [
+        p if isinstance(p, ANSWERING) else node_for(p, context_mode=context_mode, context_filter=context_filter)
+        for p in participants
+    ]
     ids = [n.id for n in nodes]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:

@@ -153,7 +153,9 @@ def test_bad_participants_and_aggregators_are_refused_with_what_to_do() -> None:
 
     async def shout(message: Any, ctx: Any) -> None: ...
 
-    with pytest.raises(ArgumentError, match=r"give an agent or an AgentExecutor \(one that answers\)"):
+    with pytest.raises(
+        ArgumentError, match=r"give an agent, an AgentExecutor or a WorkflowExecutor \(one that answers\)"
+    ):
         ConcurrentBuilder([RecordingAgent("a"), FunctionExecutor(shout, id="shout")])
     with pytest.raises(ArgumentError, match="two participants have the id 'a'; give each agent its own name"):
         ConcurrentBuilder([RecordingAgent("a"), RecordingAgent("a")]).build()

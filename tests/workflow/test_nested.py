@@ -11,6 +11,7 @@ from doubles import RecordingAgent
 from agent_nb import (
     AgentExecutor,
     ChatAgent,
+    ConcurrentBuilder,
     Executor,
     Message,
     MirrorChatClient,
@@ -21,10 +22,19 @@ from agent_nb import (
     handler,
     tool,
 )
+from agent_nb.display.graph import graph_of
 from agent_nb.errors import StepFailed
 from agent_nb.messages import FunctionCallContent
 from agent_nb.trace.codec import dump_trace, load_trace
-from agent_nb.workflow import FileCheckpointStorage, RequestResponse, WorkflowAgent, WorkflowExecutor
+from agent_nb.workflow import (
+    FileCheckpointStorage,
+    GroupChatBuilder,
+    HandoffBuilder,
+    RequestResponse,
+    WorkflowAgent,
+    WorkflowExecutor,
+)
+from agent_nb.workflow.filters import user_messages
 
 
 def research() -> tuple[object, RecordingAgent, RecordingAgent]:
@@ -247,3 +257,69 @@ async def test_a_sub_workflows_request_of_its_own_types_is_answered_from_a_check
     assert request.data == Draft("A line on rain") and request.response_type is Verdict
     done = await build().run(checkpoint_id=first.checkpoint_id, responses={request.request_id: Verdict(True, "lovely")})
     assert done.status == "completed" and done.get_outputs() == [Verdict(True, "lovely")]
+
+
+def triage_to(name: str) -> ChatAgent:
+    call = FunctionCallContent(call_id="h1", name=f"handoff_to_{name}", arguments={})
+    return ChatAgent(ScriptedChatClient([Message("assistant", [call])]), name="triage")
+
+
+BUILDERS = {
+    "workflow": lambda sub: WorkflowBuilder(start_executor=(p := RecordingAgent("planner"))).add_edge(p, sub).build(),
+    "sequential": lambda sub: SequentialBuilder([RecordingAgent("planner"), sub]).build(),
+    "concurrent": lambda sub: ConcurrentBuilder([sub, RecordingAgent("critic")]).build(),
+    "group chat": lambda sub: GroupChatBuilder([sub, RecordingAgent("critic")], max_rounds=2).build(),
+    "hand-off": lambda sub: HandoffBuilder(triage_to("desk"), [sub]).build(),
+}
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
+async def test_every_builder_nests_a_workflow_used_as_an_agent_and_passes_its_approvals_through(builder: str) -> None:
+    wf = BUILDERS[builder](desk().as_agent())
+    assert isinstance(wf.executors["desk"], WorkflowExecutor)
+    assert "subgraph n" in wf.to_mermaid() and "support" in wf.to_mermaid()  # drawn as a box holding its graph
+    first = await wf.run("Refund A7")
+    (request,) = first.pending_requests  # the sub-workflow's approval, asked by the parent's run
+    assert first.status == "waiting" and request.executor_id == "desk" and "refund" in request.prompt
+    assert first.trace.last("desk").inner.last("support").status == "waiting"
+    done = await wf.run(responses={request.request_id: True})
+    assert done.status == "completed"
+    node = done.trace.last("desk")
+    assert node.kind == "workflow" and node.inner.last("support").response.text == "Refunded."
+    box = graph_of(wf, done.trace).node("desk")
+    assert box.status == "ran" and [(n.id, n.status) for n in box.inner.nodes] == [("support", "ran")]
+    assert "Refunded." in str(done.trace)
+
+
+async def test_a_nested_workflow_reads_what_it_is_handed_through_its_context_mode() -> None:
+    inner, searcher, _ = research()
+    planner, critic = RecordingAgent("planner"), RecordingAgent("critic")
+    chain = SequentialBuilder([planner, inner.as_agent()], chain_only_agent_responses=True).build()
+    assert chain.executors["research"].context_mode == "last_agent"
+    result = await chain.run("Plan a rainy Sunday")
+    assert [m.text for m in searcher.seen[0]] == ["planner saw 1"]  # the planner's reply only
+    assert [m.text for m in result.trace.last("research").dropped] == ["Plan a rainy Sunday"]
+
+    inner, searcher, _ = research()
+    recent = WorkflowExecutor(inner, context_mode="custom", context_filter=user_messages)
+    chat = GroupChatBuilder([critic, recent], max_rounds=2).build()
+    result = await chat.run("Plan a rainy Sunday")
+    assert [m.text for m in searcher.seen[0]] == ["Plan a rainy Sunday"]  # its filter kept the user's words
+    assert result.trace.last("research").mode == "custom(user_messages)"
+    assert "research<br/><small>workflow · 2 executors · custom(user_messages)</small>" in chat.to_mermaid()
+
+    inner, searcher, _ = research()
+    await (
+        HandoffBuilder(triage_to("research"), [inner.as_agent()], context="since_handoff")
+        .build()
+        .run([Message("user", "Hello"), Message("assistant", "Hi", author_name="triage"), Message("user", "Rain?")])
+    )
+    assert [m.text for m in searcher.seen[0]] == ["Rain?"]  # the hand-off's setting applies to the sub-workflow
+
+
+async def test_a_workflow_used_as_the_concurrent_aggregator_reads_every_answer_and_nests() -> None:
+    inner, searcher, _ = research()
+    wf = ConcurrentBuilder([RecordingAgent("analyst"), RecordingAgent("poet")], aggregator=inner.as_agent()).build()
+    result = await wf.run("Plan a rainy Sunday")
+    assert [m.text for m in searcher.seen[0]] == ["Plan a rainy Sunday", "analyst saw 1", "poet saw 1"]
+    assert result.trace.last("research").inner is not None and result.text == "summarizer saw 4"
