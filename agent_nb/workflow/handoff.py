@@ -10,7 +10,9 @@ The triage agent runs as a copy of yours that also has one hand-off tool per spe
 description says who the specialist is); calling one ends its turn. What the specialist then
 receives is a setting, applied as its context filter, so the trace shows what it was given and
 what it was not: ``"all"`` (the whole conversation, without the hand-off's own call and result),
-``"since_handoff"`` (from the user's last message on) or a filter of your own.
+``"since_handoff"`` (from the user's last message on) or a filter of your own. The filter is named
+after the setting, so the trace and the graph say what was chosen: ``custom(all)``,
+``custom(since_handoff)``, or ``custom(<your filter's name>)``.
 """
 
 from __future__ import annotations
@@ -67,6 +69,20 @@ def since_handoff(messages: list[Message]) -> list[Message]:
     return kept[last_user:]
 
 
+def _named(fn: Callable[[list[Message]], list[Message]], name: str) -> Callable[[list[Message]], list[Message]]:
+    """``fn`` under the name of the setting that chose it (what the trace and the graph show)."""
+
+    def chosen(messages: list[Message]) -> list[Message]:
+        return fn(messages)
+
+    chosen.__name__ = chosen.__qualname__ = name
+    chosen.__doc__ = fn.__doc__
+    return chosen
+
+
+_SETTINGS = {"all": _named(without_handoff, "all"), "since_handoff": _named(since_handoff, "since_handoff")}
+
+
 def _only_handoff(m: Message, calls: set[str]) -> bool:
     return bool(m.contents) and all(
         c.type in ("function_call", "function_result") and c.call_id in calls for c in m.contents
@@ -119,10 +135,8 @@ class HandoffBuilder:
         self._where = where
 
     def _filter(self) -> Callable[[list[Message]], list[Message]]:
-        if self.context == "all":
-            return without_handoff
-        if self.context == "since_handoff":
-            return since_handoff
+        if isinstance(self.context, str):
+            return _SETTINGS[self.context]
         return self.context
 
     def build(self) -> Workflow:

@@ -8,6 +8,7 @@ import pytest
 from doubles import RecordingAgent
 
 from agent_nb import AgentExecutor, ChatAgent, FunctionChatClient, Message, ScriptedChatClient, tool
+from agent_nb.display.graph import graph_of
 from agent_nb.errors import ArgumentError
 from agent_nb.messages import FunctionCallContent
 from agent_nb.workflow import FileCheckpointStorage, HandoffBuilder
@@ -49,8 +50,23 @@ async def test_a_hand_off_gives_the_specialist_the_conversation_without_the_hand
     assert [o.text for o in result.get_outputs()] == ["billing saw 3"]
     assert [e.executor_id for e in result.events if e.type == "intermediate"] == ["triage"]
     given = result.trace.last("billing")
-    assert given.context_filter == "without_handoff"
     assert [c.type for m in given.dropped for c in m.contents] == ["function_call", "function_result"]  # shown
+
+
+@pytest.mark.parametrize("setting", ["all", "since_handoff", "users_only"])
+async def test_the_trace_and_the_graph_say_which_context_setting_a_specialist_was_given(setting: str) -> None:
+    def users_only(messages: list[Message]) -> list[Message]:
+        return [m for m in messages if m.role == "user"]
+
+    triage, _ = triage_that(handoff("billing"))
+    context = users_only if setting == "users_only" else setting
+    wf = HandoffBuilder(triage, [RecordingAgent("billing")], context=context).build()  # type: ignore[arg-type]
+    result = await wf.run(HISTORY)
+    given = result.trace.last("billing")
+    assert (given.context_filter, given.mode) == (setting, f"custom({setting})")
+    assert f"billing · agent · context_mode=custom ({setting})" in str(result.trace)
+    assert graph_of(wf, result.trace).node("billing").caption == f"agent · custom({setting})"
+    assert graph_of(wf).node("billing").caption == f"agent · custom({setting})"  # before any run too
 
 
 async def test_a_triage_that_answers_itself_is_the_output_and_no_specialist_runs() -> None:
