@@ -15,10 +15,13 @@ records the order of speakers and why the chat ended in its state (its column in
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agents import SupportsAgentRun
+from ..agents.requests import ModelRequest, recorder, recording
+from ..clients.base import provider_of
 from ..conversation import EMPTY, Conversation
 from ..errors import ArgumentError, UsageError, bad_argument, did_you_mean
 from ..messages import Message
@@ -31,6 +34,7 @@ from .workflow import Workflow
 
 if TYPE_CHECKING:
     from ..clients import ChatClient
+    from ..messages import ChatResponse
     from .checkpoints import CheckpointStorage
 
 __all__ = ["GroupChatBuilder", "ModelManager", "Transcript", "round_robin", "said"]
@@ -72,7 +76,9 @@ class ModelManager:
 
     ``client`` is any chat client (a ``RoutingChatClient`` too, with ``session=`` for its route),
     so the manager can be recorded and replayed like any other model. Its reply must name a
-    participant, or say ``done`` to end the chat.
+    participant (in any case), or say ``done`` to end the chat. Each request it sends is kept in
+    the manager's snapshot as an agent's are (``model_requests``): the run view shows it, and
+    ``who_has`` knows what the manager's model was given.
     """
 
     def __init__(
@@ -89,7 +95,14 @@ class ModelManager:
             ]
         )
         kwargs = {"session": self.session} if self.session is not None else {}
-        reply = await self.client.get_response([Message("system", prompt), *conversation], **kwargs)
+        request = [Message("system", prompt), *conversation]
+        at = time.time()
+        try:
+            reply = await self.client.get_response(request, **kwargs)
+        except BaseException as exc:
+            self._sent(request, len(conversation), at, None, exc)
+            raise
+        self._sent(request, len(conversation), at, reply, None)
         text = reply.text.strip()
         word = text.strip(" .!\"'`*").lower()
         if word == "done":
@@ -104,6 +117,33 @@ class ModelManager:
             f"the group chat's manager model answered {text[:80]!r}, which names no single participant "
             f"({', '.join(participants)}) and is not 'done'{did_you_mean(word, participants)}; give it "
             "instructions that make it answer with one name"
+        )
+
+    def _sent(
+        self, request: list[Message], given: int, at: float, reply: ChatResponse | None, error: BaseException | None
+    ) -> None:
+        """Keep the request as it was sent, and who answered it (or how it failed), when someone records."""
+        requests = recorder()
+        if requests is None:
+            return
+        usage = reply.usage if reply is not None else None
+        route = reply.route if reply is not None else None
+        requests.append(
+            ModelRequest(
+                self.__name__,
+                tuple(request),
+                (1, 0, given),  # its instructions, then the conversation so far
+                route=route,
+                model=reply.model if reply is not None else None,
+                error=None if error is None else f"{type(error).__name__}: {error}",
+                repairs=reply.repairs if reply is not None else (),
+                sent_at=at,
+                duration=time.time() - at,
+                input_tokens=usage.input_tokens if usage is not None else None,
+                output_tokens=usage.output_tokens if usage is not None else None,
+                finish_reason=reply.finish_reason if reply is not None else None,
+                provider=provider_of(self.client, route),
+            )
         )
 
 
@@ -149,7 +189,12 @@ class Manager(TakesTheInput):
             ended = f"{getattr(self.termination, '__name__', 'termination')} was met"
         speaker = None
         if ended is None:
-            speaker = await _maybe(self.pick(conversation, self.participants, rounds + 1))  # a view: no copy
+            with recording() as sent:  # a manager that asks a model: its requests, as an agent's
+                try:
+                    speaker = await _maybe(self.pick(conversation, self.participants, rounds + 1))  # a view: no copy
+                finally:
+                    if sent:
+                        ctx.record_context(model_requests=tuple(sent))
             if speaker is None:
                 ended = "the manager ended it"
             elif speaker not in self.participants:

@@ -16,6 +16,7 @@ from agent_nb import (
     InMemoryHistoryProvider,
     Message,
     MirrorChatClient,
+    RoutingChatClient,
     ScriptedChatClient,
     tool,
 )
@@ -104,6 +105,24 @@ async def test_a_model_manager_is_told_the_participants_and_the_conversation_and
     assert [m.author_name for m in result.get_outputs()[0]] == [None, "critic", "editor"]
     assert "Participants: writer, critic, editor." in asked[0][0].text
     assert [m.text for m in asked[1][1:]] == ["q", "critic saw 1"]  # the conversation so far
+
+
+async def test_a_model_managers_requests_are_in_its_snapshots_as_an_agents_are() -> None:
+    answers = iter(["critic", "done"])
+    client = RoutingChatClient({"small": FunctionChatClient(lambda messages, options: next(answers))})
+    result = await GroupChatBuilder(team(), manager=ModelManager(client)).build().run("Write a haiku")
+    first, second = [s for s in result.trace if s.executor_id == "manager"]
+    (request,) = first.model_requests
+    assert request.agent == "manager" and request.route == "small" and request.error is None
+    assert request.origins == ("instructions", "input")
+    assert "Participants: writer, critic, editor." in request.messages[0].text
+    (asked,) = second.model_requests
+    assert [m.text for m in asked.of("handed over")] == ["critic saw 1"]  # the conversation, as its model got it
+    assert [m.text for m in second.context()] == [asked.messages[0].text, "Write a haiku", "critic saw 1"]
+    table = result.trace.who_has("critic saw 1")
+    assert table["manager"].in_context and table["writer"].in_context == ()  # the writer never spoke
+    html = result._repr_mimebundle_()["text/html"]
+    assert html.count("sent to the model") == 2  # the manager's two requests, in its cards
 
 
 async def test_a_model_manager_that_names_nobody_says_what_it_answered() -> None:
