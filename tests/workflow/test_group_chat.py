@@ -23,6 +23,7 @@ from agent_nb import (
 from agent_nb.errors import ArgumentError, StepFailed
 from agent_nb.messages import FunctionCallContent
 from agent_nb.workflow import FileCheckpointStorage, GroupChatBuilder, ModelManager, said
+from agent_nb.workflow.filters import user_messages
 
 
 def team() -> list[RecordingAgent]:
@@ -58,6 +59,36 @@ async def test_each_participant_reads_the_shared_conversation_through_its_own_mo
     assert [m.role for m in editor.seen[0]] == ["user", "user", "user"]  # the others' replies, handed over
     rounds = [(s.executor_id, len(s.given)) for s in result.trace if s.kind == "agent"]
     assert rounds == [("writer", 1), ("critic", 1), ("editor", 3)]  # each round's active context, in the trace
+
+
+async def test_a_participant_with_a_filter_of_its_own_reads_each_round_what_the_filter_keeps() -> None:
+    writer, critic, editor = team()
+
+    def writer_and_user(messages: list[Message]) -> list[Message]:
+        return [m for m in messages if m.author_name in (None, "writer")]
+
+    chat = GroupChatBuilder(
+        [
+            writer,
+            AgentExecutor(critic, context_mode="custom", context_filter=user_messages),
+            AgentExecutor(editor, context_filter=writer_and_user),
+        ],
+        max_rounds=5,
+    ).build()
+    result = await chat.run("Write a haiku")
+    assert [[m.text for m in seen] for seen in critic.seen] == [["Write a haiku"], ["Write a haiku"]]
+    assert [m.text for m in editor.seen[0]] == ["Write a haiku", "writer saw 1"]  # not the critic's words
+    rounds = [(s.executor_id, s.mode, len(s.given), len(s.dropped)) for s in result.trace if s.kind == "agent"]
+    assert rounds == [
+        ("writer", "full", 1, 0),
+        ("critic", "custom(user_messages)", 1, 1),
+        ("editor", "custom(writer_and_user)", 2, 1),
+        ("writer", "full", 4, 0),
+        ("critic", "custom(user_messages)", 1, 4),
+    ]
+    dropped = result.trace.for_executor("editor")[0].dropped
+    assert [(m.author_name, m.text) for m in dropped] == [("critic", "critic saw 1")]
+    assert "editor<br/><small>agent · custom(writer_and_user)</small>" in chat.to_mermaid()
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
@@ -123,6 +154,14 @@ async def test_a_model_managers_requests_are_in_its_snapshots_as_an_agents_are()
     assert table["manager"].in_context and table["writer"].in_context == ()  # the writer never spoke
     html = result._repr_mimebundle_()["text/html"]
     assert html.count("sent to the model") == 2  # the manager's two requests, in its cards
+
+
+async def test_a_model_manager_matches_a_speakers_name_whatever_its_case() -> None:
+    ann, joanna = RecordingAgent("Ann"), RecordingAgent("Joanna")
+    answers = iter(["JOANNA", "Next: ANN.", "DONE"])  # "ann" is in "joanna": only the whole name tells them apart
+    manager = ModelManager(FunctionChatClient(lambda messages, options: next(answers)))
+    result = await GroupChatBuilder([ann, joanna], manager=manager).build().run("q")
+    assert result.trace.last("manager").state == {"speakers": ["Joanna", "Ann"], "next": "nobody: the manager ended it"}
 
 
 async def test_a_model_manager_that_names_nobody_says_what_it_answered() -> None:
