@@ -10,12 +10,16 @@ estimated token count of what the executor's model last received.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, estimate_tokens
 from ..trace import ContextSnapshot, Trace
 from ..trace.text import describe_state, describe_value, model_got, repaired, roles_before
+from .graph import graph_html, graph_of
 from .html import Theme, badge_html, bubble, container, escape, fold_list
+
+if TYPE_CHECKING:
+    from ..workflow.workflow import Workflow
 
 __all__ = ["column_html", "columns_html", "snapshot_html", "trace_html"]
 
@@ -55,8 +59,34 @@ def _messages(
     return fold_list(messages, limit, render)
 
 
-def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int = 400) -> str:
-    """One invocation as a card."""
+def _sub_workflow(workflow: Workflow | None, executor_id: str) -> Workflow | None:
+    """The workflow an executor of ``workflow`` runs whole (a ``WorkflowExecutor``'s, an agent's made of one)."""
+    executor = workflow.executors.get(executor_id) if workflow is not None else None
+    sub = getattr(executor, "workflow", None) or getattr(getattr(executor, "agent", None), "workflow", None)
+    return sub if sub is not None and hasattr(sub, "executors") else None
+
+
+def _inner_html(s: ContextSnapshot, inner: Trace, workflow: Workflow | None, max_messages: int, max_chars: int) -> str:
+    """A sub-workflow's run, opened on demand (no script: works untrusted): its graph, then its columns.
+
+    The graph is the run view's own picture (inline SVG, and the same as an image where a notebook
+    is not trusted), with the statuses of this invocation's run; without the workflow (a stored
+    trace), the columns only.
+    """
+    sub = _sub_workflow(workflow, s.executor_id)
+    ran = ", ".join(dict.fromkeys(x.executor_id for x in inner))
+    picture = f'<div class="graph">{graph_html(graph_of(sub, inner))}</div>' if sub is not None else ""
+    return (
+        f'<details class="inner"><summary>its own workflow: {_count(len(inner), "invocation")} '
+        f"({escape(ran)})</summary>{picture}"
+        f"{columns_html(inner, workflow=sub, max_messages=max_messages, max_chars=max_chars)}</details>"
+    )
+
+
+def snapshot_html(
+    s: ContextSnapshot, *, max_messages: int = 40, max_chars: int = 400, workflow: Workflow | None = None
+) -> str:
+    """One invocation as a card; ``workflow`` (the run's) draws a sub-workflow's graph in its block."""
     head = f"superstep {s.superstep}"
     if s.context_mode:
         head += f" · {escape(s.context_mode)}"
@@ -107,13 +137,8 @@ def snapshot_html(s: ContextSnapshot, *, max_messages: int = 40, max_chars: int 
     if s.state:
         rows = "".join(f"<dt>{escape(k)}</dt>{_state_value(v, max_messages, max_chars)}" for k, v in s.state.items())
         out.append(f'<div class="label">state</div><dl class="kv">{rows}</dl>')
-    if s.inner is not None:  # a sub-workflow: its own columns, opened on demand (no script: works untrusted)
-        ran = ", ".join(dict.fromkeys(x.executor_id for x in s.inner))
-        out.append(
-            f'<details class="inner"><summary>its own workflow: {_count(len(s.inner), "invocation")} '
-            f"({escape(ran)})</summary>{columns_html(s.inner, max_messages=max_messages, max_chars=max_chars)}"
-            "</details>"
-        )
+    if s.inner is not None:  # a sub-workflow: its own graph and columns, opened on demand
+        out.append(_inner_html(s, s.inner, workflow, max_messages, max_chars))
     for sent in s.sent:
         to = ", ".join(sent.targets) or "nobody"
         out.append(f'<div class="meta">sent {escape(describe_value(sent.message))} → {escape(to)}</div>')
@@ -144,10 +169,12 @@ def column_html(
     max_messages: int = 40,
     max_chars: int = 400,
     max_cards: int = 20,
+    workflow: Workflow | None = None,
 ) -> str:
     """One executor's column in ``trace``: its invocations (``snaps``) as cards under ``title``.
 
     An executor that did not run says why: restored from the trace's checkpoint, or not run.
+    ``workflow`` (the run's) lets a sub-workflow's card draw its graph.
     """
     restored = executor_id in trace.restored
     kind = snaps[0].kind if snaps else "restored" if restored else "not run"
@@ -161,7 +188,7 @@ def column_html(
     cards = fold_list(
         snaps,
         max_cards,
-        lambda _, s: snapshot_html(s, max_messages=max_messages, max_chars=max_chars),
+        lambda _, s: snapshot_html(s, max_messages=max_messages, max_chars=max_chars, workflow=workflow),
         "invocations",
     )
     return (
@@ -176,8 +203,15 @@ def _restored(trace: Trace) -> str:
     return f'<div class="card meta restored">{escape(what)}</div>'
 
 
-def columns_html(trace: Trace, *, max_messages: int = 40, max_chars: int = 400, max_cards: int = 20) -> str:
-    """The columns (no stylesheet: embed in a ``container``)."""
+def columns_html(
+    trace: Trace,
+    *,
+    max_messages: int = 40,
+    max_chars: int = 400,
+    max_cards: int = 20,
+    workflow: Workflow | None = None,
+) -> str:
+    """The columns (no stylesheet: embed in a ``container``); ``workflow`` is the run's, for sub-workflows' graphs."""
     by_executor: dict[str, list[ContextSnapshot]] = {eid: [] for eid in trace.executor_ids}
     for s in trace:
         by_executor.setdefault(s.executor_id, []).append(s)
@@ -190,6 +224,7 @@ def columns_html(trace: Trace, *, max_messages: int = 40, max_chars: int = 400, 
             max_messages=max_messages,
             max_chars=max_chars,
             max_cards=max_cards,
+            workflow=workflow,
         )
         for eid, snaps in by_executor.items()
     ]
@@ -197,8 +232,24 @@ def columns_html(trace: Trace, *, max_messages: int = 40, max_chars: int = 400, 
 
 
 def trace_html(
-    trace: Trace, *, title: str | None = None, theme: Theme = "auto", stylesheet: bool = True, **limits: int
+    trace: Trace,
+    *,
+    title: str | None = None,
+    theme: Theme = "auto",
+    stylesheet: bool = True,
+    workflow: Workflow | None = None,
+    **limits: int,
 ) -> str:
-    """The trace as a display: a heading and the columns."""
+    """The trace as a display: a heading and the columns (``workflow``, the run's, draws sub-workflows' graphs)."""
     heading = f"<h2>{escape(title)}</h2>" if title else ""
-    return container(heading + columns_html(trace, **limits), theme, stylesheet=stylesheet)
+    unknown = set(limits) - {"max_messages", "max_chars", "max_cards"}
+    if unknown:
+        raise TypeError(f"trace_html() got unknown option(s): {', '.join(sorted(unknown))}")
+    columns = columns_html(
+        trace,
+        workflow=workflow,
+        max_messages=limits.get("max_messages", 40),
+        max_chars=limits.get("max_chars", 400),
+        max_cards=limits.get("max_cards", 20),
+    )
+    return container(heading + columns, theme, stylesheet=stylesheet)

@@ -66,11 +66,13 @@ def _body(
         head += f'<div class="meta">waiting for an answer (<code>run(responses=...)</code>):<ul>{items}</ul></div>'
     if result.trace.restored_from is not None:
         head += f'<div class="meta">resumed from checkpoint <code>{escape(result.trace.restored_from)}</code></div>'
-    columns = columns_html(result.trace, max_messages=max_messages, max_chars=max_chars, max_cards=max_cards)
+    wf = result.workflow
+    columns = columns_html(
+        result.trace, max_messages=max_messages, max_chars=max_chars, max_cards=max_cards, workflow=wf
+    )
     if chat is not None:
         column = chat_column(chat, chat_marks or {}, max_messages=max_messages, max_chars=max_chars)
         columns = columns.replace('<div class="cols">', f'<div class="cols">{column}', 1)
-    wf = result.workflow
     direction: Direction = "LR" if compact else "TB"
     picture = graph_html(graph_of(wf, result.trace), direction=direction) if graph and wf is not None else ""
     picture = f'<div class="graph">{picture}</div>' if picture else ""
@@ -185,6 +187,7 @@ def across_runs_html(
             column_html(
                 label, snaps, trace, executor_id=executor,
                 max_messages=limits["max_messages"], max_chars=limits["max_chars"], max_cards=limits["max_cards"],
+                workflow=result.workflow,
             )
         )  # fmt: skip
     head = f'<h2>{escape(executor)} <span class="meta">in {len(runs)} runs</span></h2>'

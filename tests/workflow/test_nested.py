@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from agent_nb import (
     handler,
     tool,
 )
+from agent_nb.display.context import trace_html
 from agent_nb.display.graph import graph_of
 from agent_nb.errors import StepFailed
 from agent_nb.messages import FunctionCallContent
@@ -323,3 +326,31 @@ async def test_a_workflow_used_as_the_concurrent_aggregator_reads_every_answer_a
     result = await wf.run("Plan a rainy Sunday")
     assert [m.text for m in searcher.seen[0]] == ["Plan a rainy Sunday", "analyst saw 1", "poet saw 1"]
     assert result.trace.last("research").inner is not None and result.text == "summarizer saw 4"
+
+
+async def test_the_run_view_opens_a_sub_workflows_graph_with_its_run_above_its_columns() -> None:
+    inner, _, _ = research()
+    parent = (
+        WorkflowBuilder(start_executor=RecordingAgent("planner"))
+        .add_edge("planner", WorkflowExecutor(inner, id="research <b>"))
+        .build()
+    )
+    result = await parent.run("q")
+    html = result._repr_mimebundle_()["text/html"]
+    block = html[html.index('<details class="inner">') :]
+    block = block[: block.index("</details>")]
+    graph, columns = block.split('<div class="cols">', 1)
+    assert 'aria-label="workflow research: 2 executors, 1 edges, start searcher"' in graph  # its own graph
+    live = graph[graph.index('<div class="graph-live" style="display:none"><svg') :]  # shown where trusted
+    still = re.search(
+        r'<img class="graph-still" alt="workflow research: searcher → summarizer"[^>]*base64,([^"]+)"', graph
+    )
+    assert still is not None  # and as a picture, which an untrusted notebook keeps
+    assert base64.b64decode(still.group(1)).decode() in live  # the same picture
+    assert live.count('class="n ran"') + live.count('class="n start ran"') == 2  # this invocation's statuses
+    assert 'data-executor="searcher"' in columns and 'data-executor="summarizer"' in columns
+    assert "research <b>" not in html  # escaped
+
+    stored = load_trace(dump_trace(result.trace))  # no workflow to draw: the columns only
+    alone = trace_html(stored)
+    assert '<details class="inner">' in alone and '<div class="graph-live"' not in alone
