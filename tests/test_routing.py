@@ -158,7 +158,7 @@ async def test_an_incompatible_history_is_refused_naming_the_messages():
     with pytest.raises(RouteIncompatibleError) as info:
         await agent.run("and tomorrow?", session=s)
     text = str(info.value)
-    assert "route 'plain' would reject this conversation (2 problems)" in text
+    assert f"route 'plain' would reject this conversation of session {s.session_id!r} (2 problems)" in text
     assert 'message 2: assistant from a "function_call": a tool exchange, but this route has no tools' in text
     assert "history_policy='repair'" in text and "Nothing was sent" in text
     assert [p.index for p in info.value.problems] == [1, 2]

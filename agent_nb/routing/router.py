@@ -306,8 +306,9 @@ class RoutingChatClient(Displayable):
             if all(p.kind == "context" for p in problems)
             else "choose another route, fix the history, or use RoutingChatClient(..., history_policy='repair')"
         )
+        of = f" of session {session.session_id!r}" if session is not None else ""
         raise RouteIncompatibleError(
-            f"route {route!r} would reject this conversation ({len(problems)} problem"
+            f"route {route!r} would reject this conversation{of} ({len(problems)} problem"
             f"{'s' if len(problems) != 1 else ''}):\n{listed}{more}\nNothing was sent; {fix}.",
             route=route,
             problems=tuple(problems),

@@ -8,8 +8,9 @@ import agent_framework as maf
 import pytest
 
 from agent_nb import FunctionChatClient, Message, RoutingChatClient
+from agent_nb.clients.base import Capabilities
 from agent_nb.contents import FunctionCallContent
-from agent_nb.errors import ArgumentError, RouteNotFoundError
+from agent_nb.errors import ArgumentError, RouteIncompatibleError, RouteNotFoundError
 from agent_nb.interop.agent_framework import AgentNbChatClient
 
 
@@ -133,3 +134,55 @@ async def test_bad_routes_and_service_kept_conversations_are_refused_and_the_ses
         AgentNbChatClient(fast.client).set_active_route(session, "fast")
     with pytest.raises(ArgumentError, match="an agent_nb chat client"):
         AgentNbChatClient(object())
+
+
+def with_tool_work(policy: str) -> tuple[Route, Route, AgentNbChatClient, maf.Agent, maf.AgentSession]:
+    """A session whose conversation holds a tool call and its result, made on a route with tools."""
+    call = Message("assistant", [FunctionCallContent(call_id="c1", name="tide", arguments={"port": "Brest"})])
+    tools = Route("tools", [call, "High tide at 14:02."])
+    plain = Route("plain")
+    plain.client = FunctionChatClient(plain.answer, capabilities=Capabilities(tool_calls=False))
+    router = RoutingChatClient({"tools": tools.client, "plain": plain.client}, history_policy=policy)
+    client = AgentNbChatClient(router)
+
+    def tide(port: str) -> str:
+        """The next high tide at a port."""
+        return f"14:02 at {port}"
+
+    agent = maf.Agent(client, name="navigator", tools=[tide])
+    return tools, plain, client, agent, agent.create_session()
+
+
+async def test_a_conversation_with_tool_work_moved_to_a_route_without_tools_is_repaired_and_says_so() -> None:
+    _, plain, client, agent, session = with_tool_work("repair")
+    await agent.run("When is high tide in Brest?", session=session)
+    client.set_active_route(session, "plain")
+    answer = await agent.run("And tomorrow?", session=session)
+
+    sent = plain.requests[0]
+    assert [m.role for m in sent] == ["user", "assistant", "user", "assistant", "user"]  # no tool message left
+    assert sent[1].text == '[tool call c1: tide({"port": "Brest"})]'  # the tool work, as text
+    assert sent[2].text == '[tool result c1: "14:02 at Brest"]'
+    assert "tools" not in plain.options[0]  # the agent's tools were not offered to a route without them
+    said = answer.messages[0].additional_properties["agent_nb"]
+    assert said["route"] == "plain"
+    assert said["repairs"] == [
+        "rendered 2 tool messages as text (the route has no tools)",
+        "the agent's tools were not offered: route 'plain' does not call tools",
+    ]  # the repair, visible on the answer the Agent Framework agent keeps
+
+
+async def test_a_strict_router_refuses_the_move_naming_route_and_session_and_the_history_stays() -> None:
+    _, plain, client, agent, session = with_tool_work("strict")
+    await agent.run("When is high tide in Brest?", session=session)
+    client.set_active_route(session, "plain")
+    before = session.to_dict()
+    with pytest.raises(RouteIncompatibleError) as caught:
+        await agent.run("And tomorrow?", session=session)
+    text = str(caught.value)
+    assert f"route 'plain' would reject this conversation of session {session.session_id!r} (2 problems)" in text
+    assert "a tool exchange, but this route has no tools" in text and "history_policy='repair'" in text
+    assert caught.value.route == "plain" and plain.requests == []  # nothing was sent
+    assert session.to_dict() == before  # the history is as it was: the refused turn left nothing
+    client.set_active_route(session, "tools")  # and the session goes on where it can
+    assert (await agent.run("And tomorrow?", session=session)).text == "tools: 5 messages"
