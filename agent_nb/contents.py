@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, ValidationError
 
 from .errors import bad_argument
 
@@ -49,6 +49,12 @@ class Model(BaseModel):
 
     model_config = FROZEN
 
+    def __repr_args__(self) -> Any:
+        """Pydantic's, without ``additional_properties`` when there are none (most of the time)."""
+        for name, value in super().__repr_args__():
+            if value is not None or name not in _QUIET:
+                yield name, value
+
     def __init__(self, /, **data: Any) -> None:
         for name, value in data.items():
             kind = value.__class__
@@ -61,6 +67,17 @@ class Model(BaseModel):
             self.__pydantic_validator__.validate_python(data, self_instance=self)
         except ValidationError as exc:
             raise _refused(type(self).__name__, exc) from None
+
+
+Extra = Annotated[
+    Union[dict[str, JsonValue], None],  # noqa: UP007 - evaluated at run time on Python 3.10
+    BeforeValidator(lambda value: value or None),
+]
+"""What another framework keeps on a message or a content that agent_nb has no field for (Agent
+Framework's ``additional_properties``), carried unchanged; JSON values only, as everything agent_nb
+stores; ``None`` when there is nothing (an empty dict is the same)."""
+_QUIET = frozenset({"additional_properties", "total", "details"})
+"""Optional fields a repr leaves out when they are ``None``."""
 
 
 def _refused(where: str, exc: ValidationError) -> Exception:
@@ -76,6 +93,8 @@ class TextContent(Model):
 
     type: Literal["text"] = "text"
     text: str
+    additional_properties: Extra = None
+    """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
     def __init__(self, text: Any = None, /, **data: Any) -> None:
         if text is not None:
@@ -115,6 +134,8 @@ class FunctionCallContent(Model):
     name: str
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     """Parsed arguments, or the raw JSON text a provider sent."""
+    additional_properties: Extra = None
+    """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
 
 class FunctionResultContent(Model):
@@ -126,6 +147,8 @@ class FunctionResultContent(Model):
     """Any JSON-serialisable value."""
     exception: str | None = None
     """Set when the function raised; ``result`` is then ``None``."""
+    additional_properties: Extra = None
+    """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
 
 class UserInputRequestContent(Model):
@@ -137,6 +160,8 @@ class UserInputRequestContent(Model):
     options: tuple[str, ...] = ()
     """The choices offered, such as the action buttons of a card."""
     function_call: FunctionCallContent | None = None
+    additional_properties: Extra = None
+    """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
 
 class UserInputResponseContent(Model):
@@ -146,6 +171,8 @@ class UserInputResponseContent(Model):
     request_id: str
     text: str = ""
     approved: bool | None = None
+    additional_properties: Extra = None
+    """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
 
 class DataContent(Model):
@@ -157,6 +184,8 @@ class DataContent(Model):
     type: Literal["data"] = "data"
     data: bytes
     media_type: str
+    additional_properties: Extra = None
+    """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
 
 class UriContent(Model):
@@ -165,6 +194,8 @@ class UriContent(Model):
     type: Literal["uri"] = "uri"
     uri: str
     media_type: str | None = None
+    additional_properties: Extra = None
+    """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
 
 Content = Annotated[

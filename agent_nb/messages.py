@@ -20,6 +20,7 @@ from .contents import (
     UNSET,
     Content,
     DataContent,
+    Extra,
     FunctionCallContent,
     FunctionResultContent,
     Model,
@@ -75,6 +76,9 @@ class Message(Model):
     author_name: str | None = None
     """The agent (or person) that wrote it; kept when the role is reassigned."""
     message_id: str | None = None
+    additional_properties: Extra = None
+    """What another framework keeps on this message that agent_nb has no field for (Agent Framework's
+    ``additional_properties``), carried unchanged; JSON values."""
 
     def __init__(self, role: Any = UNSET, contents: Any = UNSET, /, **data: Any) -> None:
         if role is not UNSET:
@@ -119,15 +123,28 @@ class Usage(Model):
 
     input_tokens: int = 0
     output_tokens: int = 0
+    total: int | None = None
+    """The total a provider reported when it is not input + output (tokens it counts apart, such as
+    reasoning); ``None`` otherwise. ``total_tokens`` reads it."""
+    details: dict[str, int] | None = None
+    """Further counts a provider reported (cached input, reasoning output, ...), by the name it gave them."""
 
     @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        return self.total if self.total is not None else self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        total = None if self.total is None and other.total is None else self.total_tokens + other.total_tokens
+        details = None
+        if self.details or other.details:
+            details = dict(self.details or {})
+            for name, count in (other.details or {}).items():
+                details[name] = details.get(name, 0) + count
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            total=total,
+            details=details,
         )
 
 

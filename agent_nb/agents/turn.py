@@ -229,7 +229,7 @@ class Turn:
                 self.notes.append(f"the model answered with a {m.role} message; it was kept as an assistant message")
                 m = m.with_role("assistant")
             if m.author_name is None:
-                m = Message(m.role, m.contents, author_name=name, message_id=m.message_id)
+                m = m.model_copy(update={"author_name": name})  # all else kept as it came
             out.append(m)
         if not any(c.type != "text" or c.text.strip() for m in out for c in m.contents):
             finish = f", finish reason {response.finish_reason!r}" if response.finish_reason else ""
@@ -495,5 +495,5 @@ def _without_contents(messages: list[Message], kind: str) -> list[Message]:
         if len(kept) == len(m.contents):
             out.append(m)
         elif kept:
-            out.append(Message(m.role, kept, author_name=m.author_name, message_id=m.message_id))
+            out.append(m.model_copy(update={"contents": tuple(kept)}))
     return out

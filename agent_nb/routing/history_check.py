@@ -244,7 +244,7 @@ def _drop_contents(messages: list[Message], drop: set[tuple[int, int]]) -> list[
         if len(kept) == len(m.contents):
             out.append(m)
         elif kept:  # a message left with nothing is dropped
-            out.append(Message(m.role, kept, author_name=m.author_name, message_id=m.message_id))
+            out.append(m.model_copy(update={"contents": tuple(kept)}))
     return out
 
 
@@ -261,7 +261,7 @@ def _renumber(messages: list[Message], fmt: Callable[[int], str]) -> tuple[list[
                 new_id = mapping.setdefault(c.call_id, fmt(len(mapping) + 1))
                 c = c.model_copy(update={"call_id": new_id})
             contents.append(c)
-        out.append(Message(m.role, contents, author_name=m.author_name, message_id=m.message_id))
+        out.append(m.model_copy(update={"contents": tuple(contents)}))
     return out, len(mapping)
 
 
@@ -271,4 +271,4 @@ def _without_images(m: Message) -> Message:
     contents = [
         TextContent(f"[image omitted: {getattr(c, 'media_type', '')}]") if _is_image(c) else c for c in m.contents
     ]
-    return Message(m.role, contents, author_name=m.author_name, message_id=m.message_id)
+    return m.model_copy(update={"contents": tuple(contents)})

@@ -121,10 +121,15 @@ async def test_an_agent_framework_approval_becomes_the_runs_request_and_its_answ
 
 
 async def test_an_agent_framework_chat_client_serves_an_agent_nb_agent_whose_tools_agent_nb_runs() -> None:
-    af_call = maf.Content.from_function_call("c1", "weather", arguments={"city": "Oslo"})
+    af_call = maf.Content.from_function_call(
+        "c1", "weather", arguments={"city": "Oslo"}, additional_properties={"provider_call": "fc_9"}
+    )
     af_client = ScriptedFrameworkClient(
-        [maf.Message("assistant", [af_call]), maf.Message("assistant", ["Sunny in Oslo."])],
-        usage={"input_token_count": 9, "output_token_count": 3},
+        [
+            maf.Message("assistant", [af_call], additional_properties={"safety": "ok"}),
+            maf.Message("assistant", ["Sunny in Oslo."]),
+        ],
+        usage={"input_token_count": 9, "output_token_count": 3, "cache_read_input_token_count": 4},
     )
     client = FrameworkChatClient(af_client)
     agent = ChatAgent(client, name="assistant", instructions="Be brief.", tools=[weather])
@@ -137,6 +142,12 @@ async def test_an_agent_framework_chat_client_serves_an_agent_nb_agent_whose_too
     assert [m.role for m in tool_round] == ["system", "user", "assistant", "tool"]
     assert tool_round[-1].contents[0].result == "sunny in Oslo"  # agent_nb ran it
     assert answer.usage is not None and answer.usage.input_tokens == 18
+    assert answer.usage.details == {"cache_read_input_token_count": 8}  # every count, summed over the rounds
+    said = answer.messages[0]
+    assert said.additional_properties == {"safety": "ok"} and said.author_name == "assistant"  # kept in the agent
+    assert said.contents[0].additional_properties == {"provider_call": "fc_9"}
+    assert tool_round[2].additional_properties["safety"] == "ok"  # and back to Agent Framework with the call
+    assert tool_round[2].contents[0].additional_properties == {"provider_call": "fc_9"}
 
 
 async def test_an_agent_framework_client_is_a_route_beside_an_agent_nb_one_and_streams() -> None:

@@ -12,6 +12,7 @@ from agent_nb.contents import (
     DataContent,
     FunctionCallContent,
     FunctionResultContent,
+    TextContent,
     UriContent,
     UserInputRequestContent,
     UserInputResponseContent,
@@ -27,6 +28,7 @@ from agent_nb.interop.agent_framework import (
     update_from_framework,
     update_to_framework,
 )
+from agent_nb.interop.agent_framework.convert import usage_from_framework, usage_to_framework
 from agent_nb.messages import AgentResponse, ChatResponse, ChatResponseUpdate, Usage
 
 CALL = FunctionCallContent(call_id="c1", name="weather", arguments={"city": "Oslo"})
@@ -155,3 +157,88 @@ def test_an_approval_answer_names_its_call_when_the_request_is_known_elsewhere()
     known = messages_to_framework(answer, asked={"r1": CALL})
     assert known[0].contents[0].type == "function_approval_response"
     assert known[0].contents[0].function_call.arguments == {"city": "Oslo"}
+
+
+def test_every_additional_property_of_a_message_and_its_contents_crosses_both_ways() -> None:
+    extra = {"trace_id": "t-1", "scores": [0.5, {"kind": "toxicity"}]}
+    call = FunctionCallContent(call_id="c1", name="weather", arguments={"city": "Oslo"}, additional_properties={"x": 1})
+    ours = [
+        Message(
+            "assistant",
+            [TextContent("Let me look.", additional_properties={"cited": True}), call],
+            author_name="planner",
+            additional_properties=extra,
+        ),
+        Message(
+            "tool", [FunctionResultContent(call_id="c1", result={"t": 18}, additional_properties={"cache": "hit"})]
+        ),
+        Message(
+            "assistant",
+            [
+                UserInputRequestContent(
+                    request_id="r1", prompt="Go?", function_call=call, additional_properties={"y": 2}
+                )
+            ],
+        ),
+        Message("user", [UserInputResponseContent(request_id="r2", text="Sunday", additional_properties={"z": None})]),
+    ]
+    crossed = messages_to_framework(ours)
+    assert crossed[0].additional_properties == extra  # where Agent Framework's own code reads it
+    assert crossed[0].contents[0].additional_properties == {"cited": True}
+    assert crossed[0].contents[1].additional_properties == {"x": 1}
+    assert crossed[1].contents[0].additional_properties == {"cache": "hit", "agent_nb": {"result": {"t": 18}}}
+    assert crossed[2].contents[0].function_call.additional_properties == {"x": 1}
+    assert messages_from_framework(crossed) == ours
+
+    call = maf.Content.from_function_call("c9", "lookup", arguments="{}", additional_properties={"provider_id": "p9"})
+    native = [
+        maf.Message(
+            "user", [maf.Content.from_text("hi", additional_properties={"lang": "en"})], additional_properties={"n": 1}
+        ),
+        maf.Message("assistant", [call], additional_properties={"thread": {"id": 7, "tags": ["a"]}}),
+        maf.Message("tool", [maf.Content.from_function_result("c9", result="ok", additional_properties={"ms": 12})]),
+        maf.Message(
+            "user",
+            [
+                maf.Content.from_uri(
+                    "https://example.org/a.png", media_type="image/png", additional_properties={"alt": "a"}
+                )
+            ],
+        ),
+    ]
+    back = messages_to_framework(messages_from_framework(native))
+    assert [m.to_dict() for m in back] == [m.to_dict() for m in native]
+
+
+def test_a_value_that_is_not_json_is_refused_naming_its_message_and_key() -> None:
+    odd = maf.Message("user", ["hi"], author_name="sailor", additional_properties={"client": object()})
+    with pytest.raises(ArgumentError, match=r"user message of 'sailor'.*additional_properties.client"):
+        messages_from_framework([odd])
+    odd = maf.Message("user", [maf.Content.from_text("hi", additional_properties={"raw": object()})])
+    with pytest.raises(ArgumentError, match=r"user message, its 'text' content.*additional_properties.raw"):
+        messages_from_framework([odd])
+
+
+def test_every_usage_count_crosses_both_ways() -> None:
+    details = {
+        "input_token_count": 120,
+        "output_token_count": 40,
+        "total_token_count": 190,  # reasoning counted apart: not input + output
+        "cache_read_input_token_count": 100,
+        "reasoning_output_token_count": 30,
+        "provider_special_count": 7,
+    }
+    ours = usage_from_framework(details)
+    assert ours == Usage(
+        input_tokens=120,
+        output_tokens=40,
+        total=190,
+        details={"cache_read_input_token_count": 100, "reasoning_output_token_count": 30, "provider_special_count": 7},
+    )
+    assert ours.total_tokens == 190 and usage_to_framework(ours) == details
+    response = ChatResponse([Message("assistant", "Sunny.")], usage=ours)
+    assert response_from_framework(response_to_framework(response))[0] == response
+    summed = ours + Usage(input_tokens=1, output_tokens=1, details={"cache_read_input_token_count": 1})
+    assert summed.total_tokens == 192 and summed.details["cache_read_input_token_count"] == 101
+    plain = usage_from_framework({"input_token_count": 3, "output_token_count": 4, "total_token_count": 7})
+    assert plain == Usage(input_tokens=3, output_tokens=4)  # a total that is their sum is said once

@@ -99,11 +99,20 @@ media_types = st.one_of(
     st.sampled_from(["image/png", "image/jpeg", "application/pdf", "text/plain", "audio/wav"]), text
 )
 
-text_contents = st.builds(TextContent, any_text)
-function_calls = st.builds(FunctionCallContent, call_id=call_ids, name=names, arguments=st.one_of(json_objects, text))
+extras = st.none() | st.dictionaries(text.filter(lambda key: key != "agent_nb"), json_values, max_size=3)
+"""``additional_properties``: what another framework keeps on a message or a content (its bridge's key aside)."""
+
+text_contents = st.builds(TextContent, any_text, additional_properties=extras)
+function_calls = st.builds(
+    FunctionCallContent,
+    call_id=call_ids,
+    name=names,
+    arguments=st.one_of(json_objects, text),
+    additional_properties=extras,
+)
 function_results = st.one_of(
-    st.builds(FunctionResultContent, call_id=call_ids, result=json_values),
-    st.builds(FunctionResultContent, call_id=call_ids, exception=text),
+    st.builds(FunctionResultContent, call_id=call_ids, result=json_values, additional_properties=extras),
+    st.builds(FunctionResultContent, call_id=call_ids, exception=text, additional_properties=extras),
 )
 input_requests = st.builds(
     UserInputRequestContent,
@@ -111,10 +120,19 @@ input_requests = st.builds(
     prompt=text,
     options=st.lists(text, max_size=3).map(tuple),
     function_call=st.none() | function_calls,
+    additional_properties=extras,
 )
-input_responses = st.builds(UserInputResponseContent, request_id=names, text=text, approved=st.none() | st.booleans())
-data_contents = st.builds(DataContent, data=st.binary(max_size=64), media_type=media_types)
-uri_contents = st.builds(UriContent, uri=text, media_type=st.none() | media_types)
+input_responses = st.builds(
+    UserInputResponseContent,
+    request_id=names,
+    text=text,
+    approved=st.none() | st.booleans(),
+    additional_properties=extras,
+)
+data_contents = st.builds(
+    DataContent, data=st.binary(max_size=64), media_type=media_types, additional_properties=extras
+)
+uri_contents = st.builds(UriContent, uri=text, media_type=st.none() | media_types, additional_properties=extras)
 
 contents = st.one_of(
     text_contents, function_calls, function_results, input_requests, input_responses, data_contents, uri_contents
@@ -126,6 +144,7 @@ messages = st.builds(
     st.lists(contents, max_size=5),
     author_name=st.none() | names,
     message_id=st.none() | names,
+    additional_properties=extras,
 )
 message_lists = st.lists(messages, max_size=8)
 

@@ -1,14 +1,29 @@
 """Messages, responses and updates between agent_nb and Agent Framework, both ways, without loss.
 
 Roles, author names, message ids, text, tool calls and their results, data, URIs, approval
-requests and answers, usage, and a response's route, repairs and finish reason all cross. What
-one side cannot hold natively travels in the other's ``additional_properties["agent_nb"]`` and is
-read back from there: a tool result that is not a string (Agent Framework keeps results as text),
-an approval's prompt and choices, an input request that approves no call, a response's route.
+requests and answers, every key of a message's and a content's ``additional_properties`` (kept
+in agent_nb's field of that name), usage with every count Agent Framework's ``UsageDetails``
+carries (total, cached, reasoning, a provider's own: agent_nb's ``Usage.total`` and
+``Usage.details``), and a response's route, repairs and finish reason all cross. What one side
+cannot hold natively travels in the other's ``additional_properties["agent_nb"]`` (a key the
+bridge keeps for itself) and is read back from there: a tool result that is not a
+string (Agent Framework keeps results as text), an approval's prompt and choices, an input
+request that approves no call, a response's route.
 
-Agent Framework contents agent_nb has no counterpart for (reasoning text, service errors, hosted
-tools) are refused, naming the content and the message, unless ``unsupported="drop"`` is given;
-then they are left out and counted in ``Converted.dropped``.
+What does not travel, and why:
+
+- ``raw_representation``: the provider's own object (an SDK's response or chunk), not data; it
+  means something only to that provider's SDK, and agent_nb keeps its messages as JSON
+  (checkpoints, traces, cassettes). It is left out both ways.
+- values of ``additional_properties`` that are not JSON (an object of some SDK): refused, naming
+  the key, for the same reason.
+- a content's ``annotations`` (citations), a response's ``conversation_id``, ``created_at``,
+  ``continuation_token`` and its own ``additional_properties`` beyond route and repairs: agent_nb's
+  messages and responses have no place for them (a conversation lives with the caller, see
+  ``AgentNbChatClient``); they are left out.
+- Agent Framework contents agent_nb has no counterpart for (reasoning text, service errors, hosted
+  tools) are refused, naming the content and the message, unless ``unsupported="drop"`` is given;
+  then they are left out and counted in ``Converted.dropped``.
 """
 
 from __future__ import annotations
@@ -24,7 +39,16 @@ import agent_framework as af
 from agent_framework.exceptions import ContentError
 from pydantic import TypeAdapter, ValidationError
 
-from ...contents import Content, FunctionCallContent, UserInputRequestContent
+from ...contents import (
+    Content,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    TextContent,
+    UriContent,
+    UserInputRequestContent,
+    UserInputResponseContent,
+)
 from ...errors import ArgumentError, bad_argument
 from ...messages import AgentResponse, AgentResponseUpdate, ChatResponse, ChatResponseUpdate, Message, Usage
 
@@ -75,19 +99,32 @@ class Converted:
 # -- agent_nb -> Agent Framework ----------------------------------------------------------
 
 
+_COUNTS = ("input_token_count", "output_token_count", "total_token_count")
+
+
 def usage_to_framework(usage: Usage | None) -> dict[str, int] | None:
-    """agent_nb usage as Agent Framework's ``UsageDetails`` (``None`` stays ``None``)."""
+    """agent_nb usage as Agent Framework's ``UsageDetails``, every count kept (``None`` stays ``None``)."""
     if usage is None:
         return None
     return {
         "input_token_count": usage.input_tokens,
         "output_token_count": usage.output_tokens,
         "total_token_count": usage.total_tokens,
+        **(usage.details or {}),
     }
 
 
+def _extra(own: Mapping[str, Any] | None, ours: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """``additional_properties`` for Agent Framework: a copy of agent_nb's, and what the bridge keeps under ``KEY``."""
+    if not own and not ours:
+        return None
+    return {**(own or {}), **(ours or {})}
+
+
 def _call_to_framework(call: FunctionCallContent) -> af.Content:
-    return af.Content.from_function_call(call.call_id, call.name, arguments=call.arguments)
+    return af.Content.from_function_call(
+        call.call_id, call.name, arguments=call.arguments, additional_properties=_extra(call.additional_properties)
+    )
 
 
 def _carried(content: Content) -> af.Content:
@@ -97,6 +134,13 @@ def _carried(content: Content) -> af.Content:
 
 
 def _content_to_framework(content: Content, asked: Mapping[str, FunctionCallContent | af.Content]) -> af.Content:
+    crossed = _crossed(content, asked)
+    if content.additional_properties and crossed.additional_properties.get(KEY, {}).get("type") is None:
+        crossed.additional_properties = {**content.additional_properties, **crossed.additional_properties}
+    return crossed
+
+
+def _crossed(content: Content, asked: Mapping[str, FunctionCallContent | af.Content]) -> af.Content:
     if content.type == "text":
         return af.Content.from_text(content.text)
     if content.type == "function_call":
@@ -152,7 +196,15 @@ def messages_to_framework(
             if c.type == "user_input_request" and c.function_call is not None:
                 asked.setdefault(c.request_id, c.function_call)
         contents = [_content_to_framework(c, asked) for c in m.contents]
-        out.append(af.Message(m.role, contents, author_name=m.author_name, message_id=m.message_id))
+        out.append(
+            af.Message(
+                m.role,
+                contents,
+                author_name=m.author_name,
+                message_id=m.message_id,
+                additional_properties=_extra(m.additional_properties),
+            )
+        )
     return out
 
 
@@ -174,7 +226,8 @@ def response_to_framework(response: ChatResponse) -> af.ChatResponse:
     messages = messages_to_framework(response.messages)
     if said is not None:
         for m in messages:
-            m.additional_properties.update(said)
+            kept = m.additional_properties.get(KEY)
+            m.additional_properties[KEY] = {**kept, **said[KEY]} if isinstance(kept, dict) else said[KEY]
     return af.ChatResponse(
         messages=messages,
         response_id=response.response_id,
@@ -216,12 +269,21 @@ def agent_response_to_framework(response: AgentResponse) -> af.AgentResponse:
 
 
 def usage_from_framework(details: Mapping[str, Any] | None) -> Usage | None:
-    """Agent Framework's ``UsageDetails`` as agent_nb usage (``None`` when it says nothing)."""
+    """Agent Framework's ``UsageDetails`` as agent_nb usage (``None`` when it says nothing).
+
+    Every count crosses: input and output, the total when it is not their sum (``Usage.total``),
+    and the others by their names (``Usage.details``); a count given as ``None`` says nothing.
+    """
     if not details:
         return None
+    inputs, outputs = int(details.get("input_token_count") or 0), int(details.get("output_token_count") or 0)
+    total = details.get("total_token_count")
+    more = {k: int(v) for k, v in details.items() if k not in _COUNTS and v is not None}
     return Usage(
-        input_tokens=int(details.get("input_token_count") or 0),
-        output_tokens=int(details.get("output_token_count") or 0),
+        input_tokens=inputs,
+        output_tokens=outputs,
+        total=None if total is None or int(total) == inputs + outputs else int(total),
+        details=more or None,
     )
 
 
@@ -240,9 +302,18 @@ def _data(uri: str, where: str) -> bytes:
         raise bad_argument(where, "a data content's uri", uri[:60], f"valid base64 ({exc})") from None
 
 
+def _own(item: Any) -> dict[str, Any] | None:
+    """An Agent Framework message's or content's ``additional_properties``, but the bridge's own key."""
+    extra = getattr(item, "additional_properties", None) or {}
+    own = {k: v for k, v in extra.items() if k != KEY}
+    return own or None
+
+
 def _call_from_framework(call: Any) -> FunctionCallContent:
     arguments = call.arguments if call.arguments is not None else {}
-    return FunctionCallContent(call_id=call.call_id, name=call.name, arguments=arguments)
+    return FunctionCallContent(
+        call_id=call.call_id, name=call.name, arguments=arguments, additional_properties=_own(call)
+    )
 
 
 def _content_from_framework(c: Any, where: str) -> Content | None:
@@ -254,30 +325,36 @@ def _content_from_framework(c: Any, where: str) -> Content | None:
             return _CONTENT.validate_python(kept)  # type: ignore[no-any-return]
         except ValidationError as exc:
             raise bad_argument(where, f"additional_properties[{KEY!r}]", kept, f"an agent_nb content ({exc})") from None
+    own = {"additional_properties": extra} if (extra := _own(c)) else {}
+    try:
+        return _content_of(c, kind, kept, own, where)
+    except ArgumentError as exc:
+        raise ArgumentError(f"{where}, its {kind!r} content: {exc}", argument="additional_properties") from None
+
+
+def _content_of(c: Any, kind: str, kept: dict[str, Any], own: dict[str, Any], where: str) -> Content | None:
     if kind == "text":
-        return _CONTENT.validate_python({"type": "text", "text": c.text or ""})  # type: ignore[no-any-return]
+        return TextContent(c.text or "", **own)
     if kind == "function_call":
         return _call_from_framework(c)
     if kind == "function_result":
         result = kept.get("result", c.result)
-        return _CONTENT.validate_python(  # type: ignore[no-any-return]
-            {"type": "function_result", "call_id": c.call_id, "result": result, "exception": c.exception}
-        )
+        return FunctionResultContent(call_id=c.call_id, result=result, exception=c.exception, **own)
     if kind == "data":
-        data = {"type": "data", "data": _data(c.uri or "", where), "media_type": c.media_type or ""}
-        return _CONTENT.validate_python(data)  # type: ignore[no-any-return]
+        return DataContent(data=_data(c.uri or "", where), media_type=c.media_type or "", **own)
     if kind == "uri":
-        return _CONTENT.validate_python({"type": "uri", "uri": c.uri, "media_type": c.media_type})  # type: ignore[no-any-return]
+        return UriContent(uri=c.uri, media_type=c.media_type, **own)
     if kind == "function_approval_request":
         return UserInputRequestContent(
             request_id=c.id,
             prompt=kept.get("prompt", ""),
             options=tuple(kept.get("options", ())),
             function_call=_call_from_framework(c.function_call),
+            **own,
         )
     if kind == "function_approval_response":
-        answer = {"type": "user_input_response", "request_id": c.id, "approved": bool(c.approved)}
-        return _CONTENT.validate_python({**answer, "text": kept.get("text", "")})  # type: ignore[no-any-return]
+        text = kept.get("text", "")
+        return UserInputResponseContent(request_id=c.id, approved=bool(c.approved), text=text, **own)
     return None
 
 
@@ -303,7 +380,29 @@ def _message_from_framework(m: Any, unsupported: Unsupported, seen: Converted) -
                 "them from the message first",
                 argument="unsupported",
             )
-    return Message(role, contents, author_name=m.author_name, message_id=m.message_id)
+    return Message(
+        role,
+        contents,
+        author_name=m.author_name,
+        message_id=m.message_id,
+        additional_properties=_message_extra(m, where),
+    )
+
+
+def _message_extra(m: Any, where: str) -> dict[str, Any] | None:
+    """A message's ``additional_properties``, every key but the bridge's own, checked to be JSON.
+
+    Under ``KEY`` a message holds only what ``response_to_framework`` said of its response (its
+    route, its repairs): agent_nb keeps that on the response, where it is read from.
+    """
+    extra = _own(m)
+    if not extra:
+        return None
+    try:
+        Message("user", additional_properties=extra)
+    except ArgumentError as exc:
+        raise ArgumentError(f"{where}: {exc}", argument="additional_properties") from None
+    return extra
 
 
 def messages_from_framework(
