@@ -5,7 +5,9 @@ A discriminated union on ``type``: JSON with an unknown ``type`` is refused, nam
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
@@ -69,9 +71,13 @@ class Model(BaseModel):
             raise _refused(type(self).__name__, exc) from None
 
 
+IS_NONE = functools.partial(operator.is_, None)
+"""``value is None``, called by pydantic's serializer without a Python frame (for ``exclude_if``)."""
+
 Extra = Annotated[
     Union[dict[str, JsonValue], None],  # noqa: UP007 - evaluated at run time on Python 3.10
     BeforeValidator(lambda value: value or None),
+    Field(exclude_if=IS_NONE),  # not written when there is none: stored messages keep their size
 ]
 """What another framework keeps on a message or a content that agent_nb has no field for (Agent
 Framework's ``additional_properties``), carried unchanged; JSON values only, as everything agent_nb

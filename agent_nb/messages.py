@@ -16,7 +16,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from pydantic import Field
+
 from .contents import (
+    IS_NONE,
     UNSET,
     Content,
     DataContent,
@@ -123,10 +126,10 @@ class Usage(Model):
 
     input_tokens: int = 0
     output_tokens: int = 0
-    total: int | None = None
+    total: int | None = Field(default=None, exclude_if=IS_NONE)
     """The total a provider reported when it is not input + output (tokens it counts apart, such as
     reasoning); ``None`` otherwise. ``total_tokens`` reads it."""
-    details: dict[str, int] | None = None
+    details: dict[str, int] | None = Field(default=None, exclude_if=IS_NONE)
     """Further counts a provider reported (cached input, reasoning output, ...), by the name it gave them."""
 
     @property
