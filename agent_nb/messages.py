@@ -235,7 +235,15 @@ class _Response(Model):
         response_id = model = route = None
         repairs: tuple[str, ...] = ()
 
+        pieces: list[str] = []  # adjacent text pieces, joined once (a long stream has thousands)
+
+        def join() -> None:
+            if len(pieces) > 1:
+                contents[-1] = TextContent("".join(pieces))
+            pieces.clear()
+
         def flush() -> None:
+            join()
             if key is not None and contents:
                 messages.append(Message(key[0], contents, author_name=key[1], message_id=key[2]))
 
@@ -245,10 +253,13 @@ class _Response(Model):
                 flush()
                 key, contents = this, []
             for c in update.contents:
-                if c.type == "text" and contents and contents[-1].type == "text":
-                    contents[-1] = TextContent(contents[-1].text + c.text)
-                else:
-                    contents.append(c)
+                if c.type == "text" and pieces:
+                    pieces.append(c.text)
+                    continue
+                join()
+                contents.append(c)
+                if c.type == "text":
+                    pieces.append(c.text)
             if update.usage is not None:
                 usage = update.usage if usage is None else usage + update.usage
             response_id = update.response_id or response_id

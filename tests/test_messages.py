@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
@@ -148,3 +150,22 @@ def test_estimate_tokens_counts_every_content_of_a_message_before_rounding_up():
     assert estimate_tokens([Message("assistant", ["ab", call, "abc"])]) == 6 + 3  # 21 characters together
     assert estimate_tokens([Message("assistant", [])]) == 3  # a message costs its framing
     assert estimate_tokens([Message("user", "a"), Message("user", "a")]) == 2 * (1 + 3)  # rounded per message
+
+
+def test_a_long_stream_is_joined_once_not_word_by_word(monkeypatch: Any) -> None:
+    """Aggregating a stream makes one text per run of pieces: a 5,000-word answer must not cost 5,000 texts."""
+    from agent_nb.contents import TextContent
+    from agent_nb.messages import ChatResponse, ChatResponseUpdate
+
+    updates = [ChatResponseUpdate([f"word{i} "], role="assistant", author_name="a") for i in range(5000)]
+    made = []
+    real = TextContent.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TextContent, "__init__", counted)
+    answer = ChatResponse.from_updates(updates)
+    assert answer.text == "".join(f"word{i} " for i in range(5000))
+    assert len(made) <= 2  # the joined text (and the message's own check of it), not one per piece

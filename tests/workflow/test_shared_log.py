@@ -192,6 +192,7 @@ COMPACTOR = textwrap.dedent(
     while not (directory.parent / "stop").exists():
         storage.compact()
         compacted += 1
+        time.sleep(0.002)  # the writer takes the lock between two compactions (without it, it may starve for minutes)
     print(compacted)
     """
 )
