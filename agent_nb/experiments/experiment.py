@@ -23,10 +23,10 @@ from typing import Any
 from ..errors import ArgumentError, bad_argument, did_you_mean
 from ..sync import run_sync
 from ..watchers import watched_experiment
-from ..workflow import AgentExecutor, Workflow
+from ..workflow import Workflow
 from .cells import Cell
-from .configs import config_key, config_label, expand, plain_value
-from .identity import IDENTITY, code_digest, object_settings
+from .configs import config_key, config_label, expand
+from .identity import IDENTITY, code_digest, definition_id, target_identity
 from .inputs import Case, read_inputs
 from .progress import Progress, wanted
 from .result import ExperimentResult
@@ -184,7 +184,7 @@ class Experiment:
         return {
             "identity": IDENTITY,
             "name": self.name,
-            "target": _target_identity(self.build, self.ready),
+            "target": target_identity(self.build, self.ready),
             "configs": [config_key(c) for c in self.configs],
             "config_code": sorted({code_digest(v) for c in self.configs for v in c.values() if callable(v)}),
             "inputs": [len(self.cases), self._inputs_digest()],
@@ -207,7 +207,7 @@ class Experiment:
     @property
     def id(self) -> str:
         """A stable hash of ``definition()``: the same experiment has the same id in every process."""
-        return _identity(self.definition())
+        return definition_id(self.definition())
 
     def _spec(self, *, retries: int = 0, retry_wait: float = 0.5) -> Spec:
         return Spec(
@@ -263,7 +263,7 @@ class Experiment:
             raise bad_argument(where, "retries", retries, "give an int >= 0")
         db = store if isinstance(store, ExperimentStore) else ExperimentStore(store)
         mine = self.definition()
-        experiment_id = _identity(mine)
+        experiment_id = definition_id(mine)
         self._claim(db, experiment_id, mine, replace)
         stored = db.statuses(experiment_id)
         rerun = {"cancelled", "failed", "timeout"} if rerun_failed else {"cancelled"}
@@ -443,39 +443,3 @@ async def _run_on_cluster(
         stop.set()
         await asyncio.wait([job], timeout=60)
         raise
-
-
-def _identity(definition: Mapping[str, Any]) -> str:
-    text = json.dumps(definition, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _target_identity(build: Callable[..., Any] | None, ready: Workflow | None) -> Any:
-    """A build function by name and code; a ready workflow by its graph, modes, agents and their clients' settings."""
-    if build is not None:
-        return {"build": plain_value(build), "code": code_digest(build)}
-    assert ready is not None
-    executors = []
-    for eid, ex in sorted(ready.executors.items()):
-        part: dict[str, Any] = {"id": eid, "class": type(ex).__qualname__}
-        if isinstance(ex, AgentExecutor):
-            agent = ex.agent
-            client = getattr(agent, "client", None)
-            part.update(
-                mode=ex.context_mode,
-                filter=None
-                if ex.context_filter is None
-                else [plain_value(ex.context_filter), code_digest(ex.context_filter)],
-                agent=type(agent).__qualname__,
-                instructions=getattr(agent, "instructions", None),
-                client=type(client).__qualname__,
-                settings={k: plain_value(v) for k, v in object_settings(client).items()},
-                tools=sorted(
-                    code_digest(getattr(t, "fn", t)) + code_digest(t) for t in getattr(agent, "tools", None) or ()
-                ),
-            )
-        else:
-            part["code"] = code_digest(type(ex))
-        executors.append(part)
-    edges = [f"{g.kind} {','.join(g.sources)}->{','.join(g.targets)}" for g in ready.groups]
-    return {"workflow": ready.name, "start": ready.start_executor_id, "executors": executors, "edges": edges}

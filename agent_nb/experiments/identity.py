@@ -17,17 +17,20 @@ import enum
 import functools
 import hashlib
 import inspect
+import json
 import sys
 import sysconfig
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..clients.redaction import is_secret_key
 from ..messages import Message
+from ..workflow import AgentExecutor, Workflow
+from .configs import plain_value
 
-__all__ = ["IDENTITY", "code_digest", "object_settings", "users_module"]
+__all__ = ["IDENTITY", "code_digest", "definition_id", "object_settings", "target_identity", "users_module"]
 
 IDENTITY = 2
 """The scheme of this module; a stored definition of another scheme was hashed differently."""
@@ -229,3 +232,40 @@ def _names(code: types.CodeType) -> frozenset[str]:
         if inspect.iscode(const):
             names |= _names(const)
     return frozenset(names)
+
+
+def definition_id(definition: Mapping[str, Any]) -> str:
+    """A stable hash of an experiment's definition: its id in the store, the same in every process."""
+    text = json.dumps(definition, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def target_identity(build: Callable[..., Any] | None, ready: Workflow | None) -> Any:
+    """A build function by name and code; a ready workflow by its graph, modes, agents and their clients' settings."""
+    if build is not None:
+        return {"build": plain_value(build), "code": code_digest(build)}
+    assert ready is not None
+    executors = []
+    for eid, ex in sorted(ready.executors.items()):
+        part: dict[str, Any] = {"id": eid, "class": type(ex).__qualname__}
+        if isinstance(ex, AgentExecutor):
+            agent = ex.agent
+            client = getattr(agent, "client", None)
+            part.update(
+                mode=ex.context_mode,
+                filter=None
+                if ex.context_filter is None
+                else [plain_value(ex.context_filter), code_digest(ex.context_filter)],
+                agent=type(agent).__qualname__,
+                instructions=getattr(agent, "instructions", None),
+                client=type(client).__qualname__,
+                settings={k: plain_value(v) for k, v in object_settings(client).items()},
+                tools=sorted(
+                    code_digest(getattr(t, "fn", t)) + code_digest(t) for t in getattr(agent, "tools", None) or ()
+                ),
+            )
+        else:
+            part["code"] = code_digest(type(ex))
+        executors.append(part)
+    edges = [f"{g.kind} {','.join(g.sources)}->{','.join(g.targets)}" for g in ready.groups]
+    return {"workflow": ready.name, "start": ready.start_executor_id, "executors": executors, "edges": edges}
