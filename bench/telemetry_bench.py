@@ -7,7 +7,8 @@ The 8-agent ``full`` chain of the contract's echo agents, runs interleaved round
 ``off`` the runner as shipped with nothing observing, ``on`` with ``telemetry.instrument`` writing
 to an SDK tracer provider with no exporter (the cost of making the spans, not of sending them).
 Targets: off / before within 1.02 (the check is one test of an empty list per event), and
-``import agent_nb`` plus a run loading nothing of OpenTelemetry.
+``import agent_nb`` plus a run loading nothing of OpenTelemetry, and ``import agent_nb`` loading the same
+modules, in the same time, as if the telemetry package did not exist.
 """
 
 from __future__ import annotations
@@ -86,6 +87,33 @@ async def main(quick: bool) -> None:
     print(f"on / off: {medians['on'] / medians['off']:.2f} (spans made, none sent; no target)")
     verdict = "PASS" if not modules else "FAIL"
     print(f"OpenTelemetry modules loaded by import agent_nb and a run: {len(modules)}: {verdict}")
+    with_it, without, same = _import_cost(9 if quick else 25)
+    print(f"import agent_nb: {with_it:.0f} ms, and {without:.0f} ms as if agent_nb.telemetry did not exist; "
+          f"the same modules loaded: {'PASS' if same else 'FAIL'}")  # fmt: skip
+
+
+_IMPORT = (
+    "import sys, time, json\n"
+    "if sys.argv[1] == 'hidden':\n"
+    "    sys.modules['agent_nb.telemetry'] = None  # as before the package existed: importing it would fail\n"
+    "t0 = time.perf_counter(); import agent_nb; t1 = time.perf_counter()\n"
+    "loaded = sorted(m for m, module in sys.modules.items() if m.startswith('agent_nb') and module is not None)\n"
+    "print(json.dumps([(t1 - t0) * 1e3, loaded]))\n"
+)
+
+
+def _import_cost(rounds: int) -> tuple[float, float, bool]:
+    """``import agent_nb`` in fresh interpreters, with the telemetry package and with it hidden, interleaved."""
+    times: dict[str, list[float]] = {"present": [], "hidden": []}
+    loaded: dict[str, list[str]] = {}
+    for _ in range(rounds):
+        for case in times:
+            out = subprocess.run([sys.executable, "-c", _IMPORT, case], capture_output=True, text=True, check=True)
+            ms, modules = json.loads(out.stdout)
+            times[case].append(ms)
+            loaded[case] = modules
+    same = loaded["present"] == loaded["hidden"]
+    return statistics.median(times["present"]), statistics.median(times["hidden"]), same
 
 
 if __name__ == "__main__":
