@@ -238,18 +238,8 @@ def trace_html(
     theme: Theme = "auto",
     stylesheet: bool = True,
     workflow: Workflow | None = None,
-    **limits: int,
+    **limits: Any,
 ) -> str:
     """The trace as a display: a heading and the columns (``workflow``, the run's, draws sub-workflows' graphs)."""
     heading = f"<h2>{escape(title)}</h2>" if title else ""
-    unknown = set(limits) - {"max_messages", "max_chars", "max_cards"}
-    if unknown:
-        raise TypeError(f"trace_html() got unknown option(s): {', '.join(sorted(unknown))}")
-    columns = columns_html(
-        trace,
-        workflow=workflow,
-        max_messages=limits.get("max_messages", 40),
-        max_chars=limits.get("max_chars", 400),
-        max_cards=limits.get("max_cards", 20),
-    )
-    return container(heading + columns, theme, stylesheet=stylesheet)
+    return container(heading + columns_html(trace, workflow=workflow, **limits), theme, stylesheet=stylesheet)
