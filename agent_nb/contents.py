@@ -9,7 +9,7 @@ import functools
 import json
 import operator
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, ValidationError
@@ -57,18 +57,36 @@ class Model(BaseModel):
             if value is not None or name not in _QUIET:
                 yield name, value
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        MODELS.add(cls)
+
     def __init__(self, /, **data: Any) -> None:
-        for name, value in data.items():
-            kind = value.__class__
-            if kind is str:
-                if not value.isascii() and _SURROGATE.search(value) is not None:  # isascii: one C pass
-                    _check_encodable(value, type(self).__name__, name)
-            elif kind is dict or kind is list or kind is tuple or isinstance(value, (str, dict, list, tuple)):
-                _check_encodable(value, type(self).__name__, name)  # containers, and subclasses of str
-        try:
-            self.__pydantic_validator__.validate_python(data, self_instance=self)
-        except ValidationError as exc:
-            raise _refused(type(self).__name__, exc) from None
+        made_from(self, data)
+
+
+MODELS: set[type[Model]] = set()
+"""Every ``Model`` class: their objects were checked when made, so a container holding them need not look inside."""
+
+
+def made_from(model: Model, data: dict[str, Any]) -> None:
+    """Make ``model`` from ``data`` (its fields by name): texts checked for lone surrogates, then pydantic's validation.
+
+    The constructors call this directly (not ``super().__init__(**data)``): one call, no copy of ``data``.
+    """
+    for name, value in data.items():
+        kind = value.__class__
+        if kind is str:
+            if not value.isascii() and _SURROGATE.search(value) is not None:  # isascii: one C pass
+                _check_encodable(value, type(model).__name__, name)
+        elif kind is tuple and _made(value):
+            pass  # models made by their constructors, checked then (a message's contents, a response's messages)
+        elif kind is dict or kind is list or kind is tuple or isinstance(value, (str, dict, list, tuple)):
+            _check_encodable(value, type(model).__name__, name)  # containers, and subclasses of str
+    try:
+        model.__pydantic_validator__.validate_python(data, self_instance=model)
+    except ValidationError as exc:
+        raise _refused(type(model).__name__, exc) from None
 
 
 IS_NONE = functools.partial(operator.is_, None)
@@ -105,20 +123,25 @@ class TextContent(Model):
     def __init__(self, text: Any = None, /, **data: Any) -> None:
         if text is not None:
             data["text"] = text
-        super().__init__(**data)
+        made_from(self, data)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_encodable(value: Any, where: str, field: str = "text") -> None:
-    r"""Refuse a lone surrogate (what ``json.loads('"\ud800"')`` makes), in a text or anywhere inside a value."""
+def _check_encodable(value: Any, where: str | Callable[[], str], field: str = "text") -> None:
+    r"""Refuse a lone surrogate (what ``json.loads('"\ud800"')`` makes), in a text or anywhere inside a value.
+
+    Only texts and containers are looked into: anything else holds no text of its own, and a
+    model was checked when it was made. ``where`` may be a function, called only to say the error.
+    """
     if isinstance(value, (dict, list, tuple)):
         for item in value.values() if isinstance(value, dict) else value:
-            if not isinstance(item, BaseModel):  # a model was checked when it was made
+            if item.__class__ not in MODELS and isinstance(item, (str, dict, list, tuple)):
                 _check_encodable(item, where, field)
         return
     if isinstance(value, str) and not value.isascii() and (found := _SURROGATE.search(value)) is not None:
+        where = where if isinstance(where, str) else where()
         at = found.start()
         raise bad_argument(
             where,
@@ -216,6 +239,18 @@ Content = Annotated[
     ],
     Field(discriminator="type"),
 ]
+CONTENT_CLASSES = frozenset(
+    {
+        TextContent,
+        FunctionCallContent,
+        FunctionResultContent,
+        UserInputRequestContent,
+        UserInputResponseContent,
+        DataContent,
+        UriContent,
+    }
+)
+"""The content models, for an exact-class test (``isinstance`` on a pydantic model is a slow ABC check)."""
 _CONTENT_TYPES = (
     "text",
     "function_call",
@@ -227,31 +262,47 @@ _CONTENT_TYPES = (
 )
 
 
-def to_contents(value: Any, where: str = "Message") -> Any:
+def to_contents(value: Any, where: str | Callable[[], str] = "Message") -> Any:
     """Accept a string, or an iterable of strings, content objects and content dicts.
 
     Only constructors call this: JSON and dicts go straight to pydantic, which checks
     the ``type`` tags itself (and names the known ones when a tag is unknown). ``where``
-    names the message in an error.
+    names the message in an error (a function of no arguments: made only for an error).
     """
     if isinstance(value, str):
         _check_encodable(value, where)
         return (TextContent(value),)
-    if isinstance(value, (BaseModel, dict)):
-        value = (value,)
-    if not isinstance(value, Iterable) or isinstance(value, bytes):
-        raise bad_argument(where, "contents", value, _ACCEPTED)
+    kind = value.__class__
+    if kind is not tuple and kind is not list:  # the common forms, without isinstance on ABCs
+        if isinstance(value, (BaseModel, dict)):
+            value = (value,)
+        elif not isinstance(value, Iterable) or isinstance(value, bytes):
+            raise bad_argument(_said(where), "contents", value, _ACCEPTED)
     out = []
     for item in value:
-        if isinstance(item, str):
+        if item.__class__ in CONTENT_CLASSES:  # made, so checked, already
+            pass
+        elif isinstance(item, str):
             _check_encodable(item, where)
             item = TextContent(item)
         elif isinstance(item, dict) and item.get("type") not in _CONTENT_TYPES:
-            raise bad_argument(where, "contents", item, f"its type must be one of: {', '.join(_CONTENT_TYPES)}")
+            raise bad_argument(_said(where), "contents", item, f"its type must be one of: {', '.join(_CONTENT_TYPES)}")
         elif not isinstance(item, (BaseModel, dict)):
-            raise bad_argument(where, "contents", item, _ACCEPTED)
+            raise bad_argument(_said(where), "contents", item, _ACCEPTED)
         out.append(item)
     return tuple(out)
+
+
+def _made(items: tuple[Any, ...]) -> bool:
+    """Whether every item is a model (made by its constructor, so already checked)."""
+    for item in items:  # noqa: SIM110 - a loop: all() over a generator costs more than the test
+        if item.__class__ not in MODELS:
+            return False
+    return True
+
+
+def _said(where: str | Callable[[], str]) -> str:
+    return where if isinstance(where, str) else where()
 
 
 _ACCEPTED = "give a str, a content (TextContent, FunctionCallContent, ...), or a list of them"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -31,6 +31,7 @@ from .contents import (
     UriContent,
     UserInputRequestContent,
     UserInputResponseContent,
+    made_from,
     shorten,
     to_contents,
     tool_work_as_text,
@@ -91,10 +92,8 @@ class Message(Model):
         if contents is not UNSET:
             data["contents"] = contents
         if "contents" in data:
-            author = data.get("author_name")
-            where = f"a {data.get('role', '')} message" + (f" from {author}" if author else "")
-            data["contents"] = to_contents(data["contents"], where)
-        super().__init__(**data)
+            data["contents"] = to_contents(data["contents"], lambda: _where(data))
+        made_from(self, data)
 
     @property
     def text(self) -> str:
@@ -151,6 +150,12 @@ class Usage(Model):
         )
 
 
+def _where(data: dict[str, Any]) -> str:
+    """The message being made, as an error names it."""
+    author = data.get("author_name")
+    return f"a {data.get('role', '')} message" + (f" from {author}" if author else "")
+
+
 def _to_messages(value: Any) -> Any:
     if value.__class__ is list or value.__class__ is tuple:
         return tuple(value)
@@ -182,10 +187,8 @@ class _Update(Model):
         if contents is not UNSET:
             data["contents"] = contents
         if "contents" in data:
-            author = data.get("author_name")
-            where = f"a {data.get('role', '')} message" + (f" from {author}" if author else "")
-            data["contents"] = to_contents(data["contents"], where)
-        super().__init__(**data)
+            data["contents"] = to_contents(data["contents"], lambda: _where(data))
+        made_from(self, data)
 
     @property
     def text(self) -> str:
@@ -215,7 +218,7 @@ class _Response(Model):
             data["messages"] = messages
         if "messages" in data:
             data["messages"] = _to_messages(data["messages"])
-        super().__init__(**data)
+        made_from(self, data)
 
     @property
     def text(self) -> str:
@@ -283,15 +286,17 @@ class _Response(Model):
 class AgentResponseUpdate(_Update):
     """One streamed increment of an agent's answer."""
 
-    def __init__(self, contents: Any = UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
-        super().__init__(contents, **data)
+    if TYPE_CHECKING:  # the positional form, for type checkers (at run time the base's, one call fewer)
+
+        def __init__(self, contents: Any = UNSET, /, **data: Any) -> None: ...
 
 
 class AgentResponse(_Response):
     """What an agent answered in one run: its messages, with ``author_name`` set to the agent."""
 
-    def __init__(self, messages: Any = UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
-        super().__init__(messages, **data)
+    if TYPE_CHECKING:  # the positional form, for type checkers (at run time the base's, one call fewer)
+
+        def __init__(self, messages: Any = UNSET, /, **data: Any) -> None: ...
 
 
 class ChatResponseUpdate(_Update):
@@ -299,8 +304,9 @@ class ChatResponseUpdate(_Update):
 
     finish_reason: str | None = None
 
-    def __init__(self, contents: Any = UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
-        super().__init__(contents, **data)
+    if TYPE_CHECKING:  # the positional form, for type checkers (at run time the base's, one call fewer)
+
+        def __init__(self, contents: Any = UNSET, /, **data: Any) -> None: ...
 
 
 class ChatResponse(_Response):
@@ -308,8 +314,9 @@ class ChatResponse(_Response):
 
     finish_reason: str | None = None
 
-    def __init__(self, messages: Any = UNSET, /, **data: Any) -> None:  # the positional form, for type checkers
-        super().__init__(messages, **data)
+    if TYPE_CHECKING:  # the positional form, for type checkers (at run time the base's, one call fewer)
+
+        def __init__(self, messages: Any = UNSET, /, **data: Any) -> None: ...
 
 
 # The __init__ methods above only map positional arguments to fields. Telling pydantic so
