@@ -70,13 +70,18 @@ async def gather_or_cancel(coros: Iterable[Awaitable[T]]) -> list[T]:
 
     loop = asyncio.get_running_loop()
     together = _Together()
-    tasks = together.tasks = [loop.create_task(together.run(c)) for c in coros]
+    awaitables = list(coros)
+    tasks = together.tasks = [loop.create_task(together.run(c)) for c in awaitables]
     try:
         return [await task for task in tasks]
     except BaseException as exc:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for awaitable in awaitables:  # a task cancelled before it began never awaited its coroutine
+            close = getattr(awaitable, "close", None)
+            if close is not None:
+                close()  # (every task is over: a coroutine is done or never started, so this only closes it)
         cancelling = getattr(asyncio.current_task(), "cancelling", None)  # Python 3.11+
         if cancelling is not None and cancelling():  # cancelled from outside: a cancellation, whatever the tasks did
             if isinstance(exc, asyncio.CancelledError):

@@ -98,3 +98,16 @@ async def test_a_caller_cancelled_stays_cancelled_even_when_a_task_fails_as_it_i
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
+
+
+async def test_a_coroutine_whose_task_was_cancelled_before_it_began_is_closed_not_left_unawaited() -> None:
+    async def fails() -> None:
+        raise RuntimeError("at once")
+
+    async def never_begins() -> None:
+        await asyncio.sleep(0)
+
+    coroutine = never_begins()
+    with pytest.raises(RuntimeError):
+        await gather_or_cancel([fails(), coroutine])
+    assert coroutine.cr_frame is None  # closed: no "was never awaited" warning when it is collected

@@ -88,3 +88,26 @@ async def test_mimebundle_honours_include_and_exclude():
     assert set(bundle) == {"text/plain", "text/html"}
     assert set(trace._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
     assert set(trace._repr_mimebundle_(exclude=["text/html"])) == {"text/plain"}
+
+
+def test_a_snapshot_made_the_fast_way_is_the_same_frozen_record() -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    from agent_nb.trace import ContextSnapshot
+    from agent_nb.trace.snapshots import new_snapshot
+
+    values = {"executor_id": "a", "superstep": 2, "index": 5, "received": "hi", "kind": "agent", "given": ()}
+    fast, slow = new_snapshot(values), ContextSnapshot(**values)
+    assert type(fast) is ContextSnapshot
+    assert fast == slow
+    assert [getattr(fast, f.name) for f in dataclasses.fields(slow)] == [
+        getattr(slow, f.name) for f in dataclasses.fields(slow)
+    ]
+    assert fast.state == {} and fast.state is not new_snapshot(values).state  # a fresh default each time
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.kind = "executor"  # type: ignore[misc]
+    assert dataclasses.replace(fast, index=6).index == 6
+    assert pickle.loads(pickle.dumps(fast)) == slow
+    assert copy.deepcopy(fast) == slow

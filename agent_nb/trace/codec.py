@@ -28,7 +28,7 @@ from ..contents import TextContent
 from ..conversation import Conversation
 from ..errors import UsageError
 from ..messages import AgentResponse, Message
-from .snapshots import ContextSnapshot, Sent, Trace
+from .snapshots import ContextSnapshot, Sent, Trace, new_snapshot
 from .text import describe_state, describe_value
 from .who_has import strings_of
 
@@ -279,31 +279,33 @@ def _read(data: dict[str, Any]) -> Trace:
         more = r["more"] or {}
         given = pick(r["given"])
         snapshots.append(
-            ContextSnapshot(
-                executor_id=r["executor_id"],
-                superstep=r["superstep"],
-                index=r["index"],
-                received=value(*r["received"]),
-                kind=r["kind"],
-                context_mode=r["context_mode"],
-                context_filter=r["context_filter"],
-                kept=pick(r["kept"]) or (),
-                dropped=pick(r["dropped"]) or (),
-                given=given,
-                cached=pick(r["cached"]) or (),
-                response=response,
-                wrote=pick(r["wrote"]) or (),
-                state={k: value(*v) for k, v in more.get("state", {}).items()},
-                turn=r["turn"],
-                sent=tuple(Sent(value(text, refs), tuple(targets)) for text, refs, targets in r["sent"]),
-                outputs=tuple(response if x == 0 else value(*x) for x in r["outputs"]),
-                duration=r["duration"],
-                error=more.get("error"),
-                requested=tuple(more.get("requested", ())),
-                warnings=tuple(more.get("warnings", ())),
-                model_requests=tuple(_read_request(q, pick, given) for q in r["model_requests"]),
-                at=starts[len(snapshots)] if starts else 0.0,
-                inner=_read(more["inner"]) if "inner" in more else None,
+            new_snapshot(
+                dict(
+                    executor_id=r["executor_id"],
+                    superstep=r["superstep"],
+                    index=r["index"],
+                    received=value(*r["received"]),
+                    kind=r["kind"],
+                    context_mode=r["context_mode"],
+                    context_filter=r["context_filter"],
+                    kept=pick(r["kept"]) or (),
+                    dropped=pick(r["dropped"]) or (),
+                    given=given,
+                    cached=pick(r["cached"]) or (),
+                    response=response,
+                    wrote=pick(r["wrote"]) or (),
+                    state={k: value(*v) for k, v in more.get("state", {}).items()},
+                    turn=r["turn"],
+                    sent=tuple(Sent(value(text, refs), tuple(targets)) for text, refs, targets in r["sent"]),
+                    outputs=tuple(response if x == 0 else value(*x) for x in r["outputs"]),
+                    duration=r["duration"],
+                    error=more.get("error"),
+                    requested=tuple(more.get("requested", ())),
+                    warnings=tuple(more.get("warnings", ())),
+                    model_requests=tuple(_read_request(q, pick, given) for q in r["model_requests"]),
+                    at=starts[len(snapshots)] if starts else 0.0,
+                    inner=_read(more["inner"]) if "inner" in more else None,
+                )
             )
         )
     return Trace(

@@ -9,7 +9,7 @@ what the agent answered, what it sent on and yielded, and how long it took.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, Field, dataclass, field, fields, make_dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from pydantic_core import to_jsonable_python
@@ -25,7 +25,7 @@ from .who_has import check_scope
 if TYPE_CHECKING:
     from .who_has import Fact, FactTable
 
-__all__ = ["ContextSnapshot", "Sent", "Trace"]
+__all__ = ["ContextSnapshot", "Sent", "Trace", "new_snapshot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +143,42 @@ class ContextSnapshot(Displayable):
         if len(self.cached) != len(self.given):
             return (False,) * len(self.given)
         return tuple(g is not c for g, c in zip(self.given, self.cached, strict=True))
+
+
+def _writable_twin(frozen: type[Any]) -> type[Any]:
+    """A dataclass with the fields (so the slots, in order) of the frozen dataclass ``frozen``, but writable.
+
+    Its ``__init__`` writes each field with a plain attribute store, where a frozen dataclass's
+    goes through ``object.__setattr__`` (about three times the cost, for 26 fields).
+    """
+
+    def same(f: Field[Any]) -> Any:
+        if f.default_factory is not MISSING:
+            return field(default_factory=f.default_factory)
+        return field() if f.default is MISSING else field(default=f.default)
+
+    return make_dataclass(
+        f"Writable{frozen.__name__}",
+        [(f.name, f.type, same(f)) for f in fields(frozen)],
+        bases=frozen.__bases__,
+        slots=True,
+        eq=False,
+        repr=False,
+    )
+
+
+_WritableSnapshot = _writable_twin(ContextSnapshot)
+
+
+def new_snapshot(values: Mapping[str, Any]) -> ContextSnapshot:
+    """``ContextSnapshot(**values)``, made three times faster (the runner makes one per invocation).
+
+    It is filled in as its writable twin, then becomes a ``ContextSnapshot``: the two have the
+    same slots in the same order, so the class can be swapped; from then on it is frozen.
+    """
+    snapshot = _WritableSnapshot(**values)
+    snapshot.__class__ = ContextSnapshot
+    return snapshot  # type: ignore[no-any-return]
 
 
 class Trace(Displayable, Sequence[ContextSnapshot]):

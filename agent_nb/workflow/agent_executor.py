@@ -350,22 +350,29 @@ class AgentExecutor(ReadsContext, Executor):
                 f"executor {self.id!r} has nothing to answer: {why}, but no message arrived since its last turn; "
                 "send messages first (an empty list is no input)"
             )
-        reassign = self.options.reassign_other_agents_as_users
-        given = tuple(cache.as_input_for(self._names) if reassign else cache.to_list())
-        ctx.record_context(self._mode_record, given=given, cached=cache)
+        options = self.options
+        listed = cache.as_input_for(self._names) if options.reassign_other_agents_as_users else cache.to_list()
+        given = tuple(listed)
+        record = ctx._record  # what the trace keeps of this invocation, written here directly (once per turn)
+        record.update(self._mode_record)
+        record["given"], record["cached"] = given, cache
         if self.session is None:
             self.session = self.agent.create_session()
         streams = self._streams(ctx, token)
         with recording() as sent:
             try:
-                response = await self._run_agent(list(given), ctx, streams)
+                response = await self._run_agent(listed, ctx, streams)  # its own list: nothing else holds it
             finally:  # what reached the model is shown when it failed too
-                ctx.record_context(model_requests=tuple(sent))
-        ctx.record_context(response=response)  # what the agent answered in this invocation, to these requests
+                record["model_requests"] = tuple(sent)
+        record["response"] = response  # what the agent answered in this invocation, to these requests
         # the turn went on after its answers: it answers whole, as if it had never waited
         answer = response if held is None else _whole(held[1], response)
-        requests, calls = self._asks(response)
-        stray = [] if requests or calls else unanswered_calls(response.messages, everywhere=True)  # else: asked
+        requests: Sequence[UserInputRequestContent] = ()
+        calls: Sequence[FunctionCallContent] = ()
+        stray: Sequence[FunctionCallContent] = ()
+        if not _only_text(response.messages):  # most answers hold only text: nothing asked, no call left over
+            requests, calls = self._asks(response)
+            stray = [] if requests or calls else unanswered_calls(response.messages, everywhere=True)  # else: asked
         if stray:
             noted = stray_note([c.name for c in stray], self.agent.name or "")
             if noted not in response.repairs:  # an agent of another kind, which notes nothing: say it here
@@ -379,22 +386,22 @@ class AgentExecutor(ReadsContext, Executor):
                 "model not to call them, or set AgentExecutorOptions(intercept_unterminated_function_calls=True) "
                 "to send them to another executor"
             )
-        emit = self.options.emit_response_events
+        emit = options.emit_response_events
         if (emit or (emit is None and not streams)) and not (requests or calls):
             await ctx.yield_output(answer)  # an agent that waits is a request (its event), not an answer yet
         start = cache if held is None else held[0]  # what the turn was given, before it waited if it did
         conversation = start.extend(answer.messages, validate=False)  # validated by AgentResponse
         self._conversation, self._cache, self._held = conversation, EMPTY, None
-        if await self._pause(requests, calls, ctx):
+        if (requests or calls) and await self._pause(requests, calls, ctx):
             self._held = (start, Conversation(answer.messages))
             return
-        if self.options.wait_for_turn_token:
+        if options.wait_for_turn_token:
             await ctx.send_message(list(answer.messages))
             await ctx.send_message(TurnToken(token.emit_events if token else None))
         else:
             await ctx.send_message(AgentExecutorResponse(self.id, answer, conversation))
 
-    def _asks(self, response: AgentResponse) -> tuple[list[UserInputRequestContent], list[FunctionCallContent]]:
+    def _asks(self, response: AgentResponse) -> tuple[Sequence[UserInputRequestContent], Sequence[FunctionCallContent]]:
         """What the answer waits on: requests for a person, and tool calls handed on to run elsewhere."""
         requests = [c for m in response.messages for c in m.contents if isinstance(c, UserInputRequestContent)]
         calls: list[FunctionCallContent] = []
@@ -404,7 +411,7 @@ class AgentExecutor(ReadsContext, Executor):
         return requests, calls
 
     async def _pause(
-        self, requests: list[UserInputRequestContent], calls: list[FunctionCallContent], ctx: _Ctx
+        self, requests: Sequence[UserInputRequestContent], calls: Sequence[FunctionCallContent], ctx: _Ctx
     ) -> bool:
         """Ask for what the agent waits on; whether it waits (then nothing is sent on yet)."""
         if not requests and not calls:
@@ -492,6 +499,15 @@ class AgentExecutor(ReadsContext, Executor):
 
     def __repr__(self) -> str:
         return f"AgentExecutor(id={self.id!r}, context_mode={self._mode!r})"
+
+
+def _only_text(messages: Sequence[Message]) -> bool:
+    """Whether the messages hold texts only (so no request, and no tool call, to look for)."""
+    for message in messages:
+        for content in message.contents:
+            if content.type != "text":
+                return False
+    return True
 
 
 def _whole(said: Sequence[Message], response: AgentResponse) -> AgentResponse:

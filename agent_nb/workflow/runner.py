@@ -20,6 +20,7 @@ from ..history_writes import HistoryWrites, holding, reset_writer
 from ..sessions import AgentSession
 from ..sync import gather_or_cancel
 from ..trace import ContextSnapshot, Sent, Trace
+from ..trace.snapshots import new_snapshot
 from ._types import type_name
 from .answers import AnswerClaims, answered_again
 from .edges import EdgeGroup
@@ -448,22 +449,23 @@ class _Run:
         start: float,
         error: str | None = None,
     ) -> ContextSnapshot:
-        fields = ctx._record
-        fields.setdefault("kind", executor.kind)
-        snapshot = ContextSnapshot(
+        values = ctx._record  # what the executor recorded; the invocation's own fields added to it
+        values.setdefault("kind", executor.kind)
+        started = start - self._t0
+        values.update(
             executor_id=executor.id,
             superstep=ctx.superstep,
             index=index,
             received=message,
             sent=tuple(ctx._sent),
             outputs=tuple(ctx._outputs),
-            started=start - self._t0,
-            at=self.began + (start - self._t0),
+            started=started,
+            at=self.began + started,
             duration=time.perf_counter() - start,
             error=error,
             requested=tuple(ctx._requested),
-            **fields,
         )
+        snapshot = new_snapshot(values)
         self._snapshots.append(snapshot)
         return snapshot
 
