@@ -354,8 +354,9 @@ class AgentExecutor(ReadsContext, Executor):
         listed = cache.as_input_for(self._names) if options.reassign_other_agents_as_users else cache.to_list()
         given = tuple(listed)
         record = ctx._record  # what the trace keeps of this invocation, written here directly (once per turn)
-        record.update(self._mode_record)
-        record["given"], record["cached"] = given, cache
+        for name, value in self._mode_record.items():
+            setattr(record, name, value)
+        record.given, record.cached = given, cache
         if self.session is None:
             self.session = self.agent.create_session()
         streams = self._streams(ctx, token)
@@ -363,8 +364,8 @@ class AgentExecutor(ReadsContext, Executor):
             try:
                 response = await self._run_agent(listed, ctx, streams)  # its own list: nothing else holds it
             finally:  # what reached the model is shown when it failed too
-                record["model_requests"] = tuple(sent)
-        record["response"] = response  # what the agent answered in this invocation, to these requests
+                record.model_requests = tuple(sent)
+        record.response = response  # what the agent answered in this invocation, to these requests
         # the turn went on after its answers: it answers whole, as if it had never waited
         answer = response if held is None else _whole(held[1], response)
         requests: Sequence[UserInputRequestContent] = ()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, get_args, get_origin
 from typing_extensions import TypeVar
 
 from ..errors import ArgumentError, InputTypeError, bad_argument
+from ..trace import ContextSnapshot
 from ._types import TypeTest, compile_type, flatten, is_never, type_name
 from .events import WorkflowWarning
 
@@ -35,6 +36,22 @@ __all__ = ["Executor", "FunctionExecutor", "WorkflowContext", "executor", "handl
 SendT = TypeVar("SendT", default=Any)
 OutT = TypeVar("OutT", default=Any)
 _HANDLER_MARK = "_agent_nb_handler"
+
+
+RECORDED = frozenset(f for f in ContextSnapshot.__dataclass_fields__) - {
+    "executor_id",
+    "superstep",
+    "index",
+    "received",
+    "sent",
+    "outputs",
+    "started",
+    "at",
+    "duration",
+    "error",
+    "requested",
+}
+"""The fields of its trace record an executor writes (``record_context``); the runner writes the others."""
 
 
 class WorkflowContext(Generic[SendT, OutT]):
@@ -56,17 +73,18 @@ class WorkflowContext(Generic[SendT, OutT]):
         "superstep",
     )
 
-    def __init__(self, run: _Run, executor_id: str, superstep: int, order: tuple[int, int] = (0, 0)) -> None:
+    def __init__(self, run: _Run, record: Any, order: tuple[int, int] = (0, 0)) -> None:
         self._run = run
-        self.executor_id = executor_id
-        self.superstep = superstep
+        self._record = record
+        """This invocation's ``OpenSnapshot``: what it records goes straight into its trace record."""
+        self.executor_id: str = record.executor_id
+        self.superstep: int = record.superstep
         self._order = order
         """(the executor's rank in the superstep, this invocation's number): where what it sends goes."""
         self._sent: list[Any] = []
         self._outputs: list[Any] = []
-        self._record: dict[str, Any] = {}
-        self._updates: dict[str, Any] = {}
-        self._requested: list[str] = []
+        self._updates: dict[str, Any] | None = None  # made by the first set_state (most invocations set none)
+        self._requested: tuple[str, ...] = ()
 
     async def send_message(self, message: Any, target_id: str | None = None) -> None:
         """Deliver ``message`` in the next superstep along this executor's edges (or to ``target_id`` only)."""
@@ -79,8 +97,9 @@ class WorkflowContext(Generic[SendT, OutT]):
 
     def get_state(self, key: str, default: Any = None) -> Any:
         """A value of the run's shared state: this invocation's own updates first, then the state as it stood."""
-        if key in self._updates:
-            return self._updates[key]
+        updates = self._updates
+        if updates is not None and key in updates:
+            return updates[key]
         return self._run.state.get(key, default)
 
     def set_state(self, key: str, value: Any) -> None:
@@ -89,6 +108,8 @@ class WorkflowContext(Generic[SendT, OutT]):
         The other executors see it from the next superstep on; a failed run keeps none of it.
         Store immutable values (tuples, frozen models): the state is shared, never copied.
         """
+        if self._updates is None:
+            self._updates = {}
         self._updates[key] = value
 
     def request_info(self, data: Any, response_type: Any = Any) -> str:
@@ -100,7 +121,7 @@ class WorkflowContext(Generic[SendT, OutT]):
         is checked against ``response_type``. Pending requests are kept in checkpoints.
         """
         request_id = self._run.request(self.executor_id, data, response_type)
-        self._requested.append(request_id)
+        self._requested += (request_id,)
         return request_id
 
     def is_streaming(self) -> bool:
@@ -119,7 +140,8 @@ class WorkflowContext(Generic[SendT, OutT]):
 
     def warn(self, message: str) -> None:
         """Say that this invocation went less well than asked: a ``warning`` event now, and on its record."""
-        self._record["warnings"] = (*self._record.get("warnings", ()), message)
+        record = self._record
+        record.warnings = (*record.warnings, message)
         self._run.emit(WorkflowWarning(message))
 
     def record_context(self, fields: dict[str, Any] | None = None, /, **more: Any) -> None:
@@ -128,9 +150,17 @@ class WorkflowContext(Generic[SendT, OutT]):
         Fields are those of ``ContextSnapshot``: ``kind``, ``context_mode``, ``kept``,
         ``dropped``, ``given``, ``cached``, ``response``; pass them as a dict, as keywords, or both.
         """
-        if fields:
-            self._record.update(fields)
-        self._record.update(more)
+        record = self._record
+        for values in (fields, more) if fields else (more,):
+            for name, value in values.items():
+                if name not in RECORDED:
+                    raise bad_argument(
+                        f"executor {self.executor_id!r}: record_context()",
+                        name,
+                        value,
+                        f"record one of the fields of ContextSnapshot: {', '.join(sorted(RECORDED))}",
+                    )
+                setattr(record, name, value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from ..history_writes import HistoryWrites, holding, reset_writer
 from ..sessions import AgentSession
 from ..sync import gather_or_cancel
 from ..trace import ContextSnapshot, Sent, Trace
-from ..trace.snapshots import new_snapshot
+from ..trace.snapshots import OpenSnapshot, freeze
 from ._types import type_name
 from .answers import AnswerClaims, answered_again
 from .edges import EdgeGroup
@@ -424,48 +424,35 @@ class _Run:
             self.touched.add(executor.id)
         eid = executor.id
         self.emit(ExecutorInvoked(eid, step))
-        ctx: WorkflowContext[Any, Any] = WorkflowContext(self, eid, step, order)
+        ctx: WorkflowContext[Any, Any] = WorkflowContext(
+            self, OpenSnapshot(eid, step, index, message, executor.kind), order
+        )
         start = time.perf_counter()
         try:
             await executor.execute(message, ctx)
         except Exception as exc:
-            self._record(ctx, executor, message, index, start, error=f"{type(exc).__name__}: {exc}")
+            self._record(ctx, start, error=f"{type(exc).__name__}: {exc}")
             self.emit(ExecutorFailed(eid, step, exc))
             raise _Failure(eid, step, exc) from exc
         except BaseException as exc:  # cancelled (CancelledError, KeyboardInterrupt): not a failure of its own
-            self._record(ctx, executor, message, index, start, error=f"cancelled ({type(exc).__name__})")
+            self._record(ctx, start, error=f"cancelled ({type(exc).__name__})")
             raise
-        snapshot = self._record(ctx, executor, message, index, start)
-        if ctx._updates:
+        snapshot = self._record(ctx, start)
+        if ctx._updates is not None:
             self._updates.append((order, ctx._updates))
         self.emit(ExecutorCompleted(eid, step, snapshot))
 
-    def _record(
-        self,
-        ctx: WorkflowContext[Any, Any],
-        executor: Executor,
-        message: Any,
-        index: int,
-        start: float,
-        error: str | None = None,
-    ) -> ContextSnapshot:
-        values = ctx._record  # what the executor recorded; the invocation's own fields added to it
-        values.setdefault("kind", executor.kind)
-        started = start - self._t0
-        values.update(
-            executor_id=executor.id,
-            superstep=ctx.superstep,
-            index=index,
-            received=message,
-            sent=tuple(ctx._sent),
-            outputs=tuple(ctx._outputs),
-            started=started,
-            at=self.began + started,
-            duration=time.perf_counter() - start,
-            error=error,
-            requested=tuple(ctx._requested),
-        )
-        snapshot = new_snapshot(values)
+    def _record(self, ctx: WorkflowContext[Any, Any], start: float, error: str | None = None) -> ContextSnapshot:
+        """The invocation's trace record, finished (what it sent, yielded, asked; when; how it ended) and frozen."""
+        record = ctx._record  # what the executor recorded; the invocation's own fields added to it
+        record.sent = tuple(ctx._sent)
+        record.outputs = tuple(ctx._outputs)
+        record.started = started = start - self._t0
+        record.at = self.began + started
+        record.duration = time.perf_counter() - start
+        record.error = error
+        record.requested = ctx._requested
+        snapshot = freeze(record)
         self._snapshots.append(snapshot)
         return snapshot
 

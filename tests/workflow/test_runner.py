@@ -467,3 +467,34 @@ def test_per_run_mappings_that_are_not_mappings_are_refused_before_anything_runs
     with pytest.raises(TypeError, match=rf"workflow '[^']*': run\(\): {argument}=.* is not accepted; give a dict"):
         wf.run("x", **{argument: bad})
     assert agent.calls == []
+
+
+async def test_an_executor_records_into_its_trace_record_and_only_the_fields_that_are_its_own() -> None:
+    from agent_nb import ArgumentError, Message
+    from agent_nb.trace import ContextSnapshot
+
+    class Records(Executor):
+        @handler
+        async def on(self, text: str, ctx: WorkflowContext[str, str]) -> None:
+            ctx.record_context({"kind": "notes", "state": {"seen": text}}, given=(Message("user", text),))
+            ctx.warn("a little off")
+            if text == "take the index":
+                ctx.record_context(index=99)  # the runner's: numbered in the order invocations started
+            await ctx.yield_output(text)
+
+    workflow = WorkflowBuilder(start_executor=Records("r")).build()
+    result = await workflow.run("hi")
+    (snapshot,) = result.trace
+    assert type(snapshot) is ContextSnapshot
+    assert (snapshot.kind, snapshot.state, snapshot.given[0].text) == ("notes", {"seen": "hi"}, "hi")
+    assert (snapshot.warnings, snapshot.outputs, snapshot.index, snapshot.received) == (
+        ("a little off",),
+        ("hi",),
+        0,
+        "hi",
+    )
+
+    with pytest.raises(Exception) as failed:
+        await workflow.run("take the index")
+    assert isinstance(failed.value.__cause__, ArgumentError)
+    assert "record_context()" in str(failed.value.__cause__) and "index" in str(failed.value.__cause__)
