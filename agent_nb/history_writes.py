@@ -24,8 +24,7 @@ await writes.commit()              # the run completed: write everything, provid
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -114,6 +113,11 @@ class HistoryWrites:
             for provider, session, chunks in self._held.values()
         ]
 
+    @property
+    def empty(self) -> bool:
+        """Whether nothing is held (most runs: agents that keep no history); ``commit`` then only closes."""
+        return not self._held
+
     async def commit(self) -> None:
         """Write what is held: to the run around this one, or to the providers.
 
@@ -163,13 +167,16 @@ def current() -> HistoryWrites | None:
     return writes
 
 
-@contextlib.contextmanager
-def holding() -> Iterator[HistoryWrites]:
+class holding:  # lower case: used as a function, ``with holding() as writes:`` (a class: once per run)
     """Hold every history write made inside the ``with`` (and the tasks it starts) until ``commit()``."""
-    writes = HistoryWrites(_CURRENT.get())
-    token = _CURRENT.set(writes)
-    try:
-        yield writes
-    finally:
-        writes.closed = True  # committed or dropped: nothing is held here any more
-        _CURRENT.reset(token)
+
+    __slots__ = ("_token", "_writes")
+
+    def __enter__(self) -> HistoryWrites:
+        self._writes = writes = HistoryWrites(_CURRENT.get())
+        self._token = _CURRENT.set(writes)
+        return writes
+
+    def __exit__(self, *exc: object) -> None:
+        self._writes.closed = True  # committed or dropped: nothing is held here any more
+        _CURRENT.reset(self._token)

@@ -294,7 +294,10 @@ class AgentExecutor(ReadsContext, Executor):
     # -- the work -------------------------------------------------------------------
 
     async def _arrive(self, selection: Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()) -> None:
-        ctx.record_context(self._mode_record, kept=selection.kept, dropped=selection.dropped)
+        record = ctx._record  # written directly: these are the record's own fields
+        for name, value in self._mode_record.items():
+            setattr(record, name, value)
+        record.kept, record.dropped = selection.kept, selection.dropped
         self._cache = self._cache.extend(selection.kept, validate=False)  # every handler made Messages
         if self.options.wait_for_turn_token:
             if self.options.forward_incoming_messages and selection.kept:
@@ -431,10 +434,11 @@ class AgentExecutor(ReadsContext, Executor):
 
     async def _run_agent(self, given: list[Message], ctx: _Ctx, streams: bool) -> AgentResponse:
         kwargs: dict[str, Any] = {}
-        if client_kwargs := ctx.client_kwargs:
-            kwargs["client_kwargs"] = client_kwargs
-        if fi_kwargs := ctx.function_invocation_kwargs:
-            kwargs["function_invocation_kwargs"] = fi_kwargs
+        if ctx._run.has_kwargs:  # most runs give none
+            if client_kwargs := ctx.client_kwargs:
+                kwargs["client_kwargs"] = client_kwargs
+            if fi_kwargs := ctx.function_invocation_kwargs:
+                kwargs["function_invocation_kwargs"] = fi_kwargs
         result = self.agent.run(given, session=self.session, stream=streams, **kwargs)
         if not streams:
             response = result if isinstance(result, AgentResponse) else await result

@@ -10,6 +10,7 @@ cancelled and every executor goes back to the state it had before the run.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -97,6 +98,8 @@ class _Run:
         self.events: list[WorkflowEvent] = []
         self._emit_extra = emit
         self._run_kwargs = run_kwargs
+        self.has_kwargs = any(run_kwargs.values())
+        """Whether the run gives any agent keyword arguments (``client_kwargs``, ``function_invocation_kwargs``)."""
         self.max_supersteps = max_supersteps
         self.superstep = 0
         self._next: list[tuple[str, Any]] = []
@@ -208,7 +211,7 @@ class _Run:
             first = self.superstep
             if self.restored is not None and self.restored.finished and not self._next:
                 self.emit(WorkflowWarning(_finished(self.restored.checkpoint.id, workflow.name)))
-            elif self.restored is None:
+            elif self.restored is None and self.checkpointer is not None:
                 self._checkpoint()
             answers.delivered = bool(self._responses)  # the first superstep hands the answers over
             while self._next:
@@ -222,8 +225,10 @@ class _Run:
                         active=active,
                     )
                 await self._superstep()
-                self._checkpoint()
-            await self._commit(writes)
+                if self.checkpointer is not None:
+                    self._checkpoint()
+            if not writes.empty:  # (most runs hold nothing: agents that keep no history)
+                await self._commit(writes)
         except BaseException as exc:
             for eid, ex in workflow.executors.items():
                 ex.restore_state(saved[eid])
@@ -344,7 +349,7 @@ class _Run:
         )
 
     def result(self, status: str) -> RunResult:
-        snapshots = sorted(self._snapshots, key=lambda s: s.index)
+        snapshots = sorted(self._snapshots, key=_by_index)
         restored_from: str | None = None
         restored: tuple[str, ...] = ()
         if self.restored is not None:  # what was put back from the checkpoint and did not run now
@@ -383,10 +388,12 @@ class _Run:
         if len(outbox) > 1:
             outbox.sort(key=_sent_order)
         self._next += [(target, message) for _, _, target, message in outbox]
-        self._release_fan_in()
-        for _, updates in sorted(self._updates, key=lambda u: u[0]):  # executor by executor, in the order they started
-            self.state.update(updates)
-        self._updates = []
+        if self._fan_in:
+            self._release_fan_in()
+        if self._updates:
+            for _, updates in sorted(self._updates, key=_first):  # executor by executor, in the order they started
+                self.state.update(updates)
+            self._updates = []
         self.emit(SuperstepCompleted(step))
 
     def _release_fan_in(self) -> None:
@@ -462,6 +469,10 @@ def _finished(checkpoint_id: str, name: str) -> str:
         f"checkpoint {checkpoint_id!r} is of a run of {name!r} that had finished: nothing was left to resume. "
         "The executors now hold the conversation it saved; run the workflow with a new input to go on from it"
     )
+
+
+_first = operator.itemgetter(0)
+_by_index = operator.attrgetter("index")
 
 
 def _sent_order(sent: tuple[tuple[int, int], int, str, Any]) -> tuple[tuple[int, int], int]:

@@ -162,7 +162,8 @@ class Workflow(Displayable):
         ``checkpoint_storage``, or of the builder's), in this workflow or a freshly built
         one; a storage without a ``checkpoint_id`` just takes checkpoints as the run goes.
         """
-        check_storage(f"workflow {self.name!r}: run()", checkpoint_storage)
+        if checkpoint_storage is not None:
+            check_storage(f"workflow {self.name!r}: run()", checkpoint_storage)
         if state is not None and not isinstance(state, Mapping):
             raise bad_argument(f"workflow {self.name!r}: run()", "state", state, "give a dict of shared state, or None")
         storage = checkpoint_storage if checkpoint_storage is not None else self.checkpoint_storage
