@@ -235,29 +235,35 @@ class AgentExecutor(ReadsContext, Executor):
 
     @handler
     async def on_request(self, request: AgentExecutorRequest, ctx: _Ctx) -> None:
-        await self._arrive(Selection(request.messages), ctx, respond=request.should_respond)
+        if self._arrive(Selection(request.messages), ctx, respond=request.should_respond):
+            await self._take_turn(ctx, None)
 
     @handler
     async def on_response(self, response: AgentExecutorResponse, ctx: _Ctx) -> None:
-        await self._arrive(self._select(response), ctx, respond=True, sources=(response.executor_id,))
+        if self._arrive(self._select(response), ctx, respond=True, sources=(response.executor_id,)):
+            await self._take_turn(ctx, None)
 
     @handler
     async def on_responses(self, responses: list[AgentExecutorResponse], ctx: _Ctx) -> None:
         """A fan-in: the responses of several agents, answered at once."""
         sources = tuple(r.executor_id for r in responses)
-        await self._arrive(self._select_many(responses), ctx, respond=True, sources=sources)
+        if self._arrive(self._select_many(responses), ctx, respond=True, sources=sources):
+            await self._take_turn(ctx, None)
 
     @handler
     async def on_text(self, text: str, ctx: _Ctx) -> None:
-        await self._arrive(Selection((Message("user", text),)), ctx, respond=True)
+        if self._arrive(Selection((Message("user", text),)), ctx, respond=True):
+            await self._take_turn(ctx, None)
 
     @handler
     async def on_message(self, message: Message, ctx: _Ctx) -> None:
-        await self._arrive(Selection((message,)), ctx, respond=True)
+        if self._arrive(Selection((message,)), ctx, respond=True):
+            await self._take_turn(ctx, None)
 
     @handler
     async def on_messages(self, messages: list[Union[str, Message]], ctx: _Ctx) -> None:  # noqa: UP007
-        await self._arrive(Selection(to_messages(messages)), ctx, respond=True)
+        if self._arrive(Selection(to_messages(messages)), ctx, respond=True):
+            await self._take_turn(ctx, None)
 
     @handler
     async def on_turn_token(self, token: TurnToken, ctx: _Ctx) -> None:
@@ -293,7 +299,8 @@ class AgentExecutor(ReadsContext, Executor):
 
     # -- the work -------------------------------------------------------------------
 
-    async def _arrive(self, selection: Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()) -> None:
+    def _arrive(self, selection: Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()) -> bool:
+        """Keep what arrived (as the context mode selected it); whether the agent answers now (``_take_turn``)."""
         record = ctx._record  # written directly: these are the record's own fields
         for name, value in self._mode_record.items():
             setattr(record, name, value)
@@ -301,11 +308,11 @@ class AgentExecutor(ReadsContext, Executor):
         self._cache = self._cache.extend(selection.kept, validate=False)  # every handler made Messages
         if self.options.wait_for_turn_token:
             if self.options.forward_incoming_messages and selection.kept:
-                await ctx.send_message(list(selection.kept))
-        elif respond:
-            if not self._cache:
-                raise ValueError(f"executor {self.id!r} has nothing to answer: {self._why_empty(selection, sources)}")
-            await self._take_turn(ctx, None)
+                ctx._send(list(selection.kept))
+            return False
+        if respond and not self._cache:
+            raise ValueError(f"executor {self.id!r} has nothing to answer: {self._why_empty(selection, sources)}")
+        return respond
 
     def _streams(self, ctx: _Ctx, token: TurnToken | None) -> bool:
         if self.options.emit_update_events is not None:
@@ -365,7 +372,11 @@ class AgentExecutor(ReadsContext, Executor):
         streams = self._streams(ctx, token)
         with recording() as sent:
             try:
-                response = await self._run_agent(listed, ctx, streams)  # its own list: nothing else holds it
+                result = self._run_agent(listed, ctx, streams)  # the list is its own: nothing else holds it
+                if streams:
+                    response = await result  # read update by update
+                else:
+                    response = self._answered_with(result if isinstance(result, AgentResponse) else await result)
             finally:  # what reached the model is shown when it failed too
                 record.model_requests = tuple(sent)
         record.response = response  # what the agent answered in this invocation, to these requests
@@ -392,7 +403,7 @@ class AgentExecutor(ReadsContext, Executor):
             )
         emit = options.emit_response_events
         if (emit or (emit is None and not streams)) and not (requests or calls):
-            await ctx.yield_output(answer)  # an agent that waits is a request (its event), not an answer yet
+            ctx._output(answer)  # an agent that waits is a request (its event), not an answer yet
         start = cache if held is None else held[0]  # what the turn was given, before it waited if it did
         conversation = start.extend(answer.messages, validate=False)  # validated by AgentResponse
         self._conversation, self._cache, self._held = conversation, EMPTY, None
@@ -400,10 +411,10 @@ class AgentExecutor(ReadsContext, Executor):
             self._held = (start, Conversation(answer.messages))
             return
         if options.wait_for_turn_token:
-            await ctx.send_message(list(answer.messages))
-            await ctx.send_message(TurnToken(token.emit_events if token else None))
+            ctx._send(list(answer.messages))
+            ctx._send(TurnToken(token.emit_events if token else None))
         else:
-            await ctx.send_message(AgentExecutorResponse(self.id, answer, conversation))
+            ctx._send(AgentExecutorResponse(self.id, answer, conversation))
 
     def _asks(self, response: AgentResponse) -> tuple[Sequence[UserInputRequestContent], Sequence[FunctionCallContent]]:
         """What the answer waits on: requests for a person, and tool calls handed on to run elsewhere."""
@@ -432,7 +443,8 @@ class AgentExecutor(ReadsContext, Executor):
             await ctx.send_message(call)
         return True
 
-    async def _run_agent(self, given: list[Message], ctx: _Ctx, streams: bool) -> AgentResponse:
+    def _run_agent(self, given: list[Message], ctx: _Ctx, streams: bool) -> Any:
+        """What the agent's ``run`` returned (an answer, or an awaitable of one), or, streaming, a reader of it."""
         kwargs: dict[str, Any] = {}
         if ctx._run.has_kwargs:  # most runs give none
             if client_kwargs := ctx.client_kwargs:
@@ -440,13 +452,17 @@ class AgentExecutor(ReadsContext, Executor):
             if fi_kwargs := ctx.function_invocation_kwargs:
                 kwargs["function_invocation_kwargs"] = fi_kwargs
         result = self.agent.run(given, session=self.session, stream=streams, **kwargs)
-        if not streams:
-            response = result if isinstance(result, AgentResponse) else await result
-            if not isinstance(response, AgentResponse):
-                raise TypeError(
-                    f"agent {self.id!r} returned {type(response).__name__} from run(); it must return an AgentResponse"
-                )
-            return response
+        return self._read(result, ctx) if streams else result
+
+    def _answered_with(self, response: Any) -> AgentResponse:
+        if not isinstance(response, AgentResponse):
+            raise TypeError(
+                f"agent {self.id!r} returned {type(response).__name__} from run(); it must return an AgentResponse"
+            )
+        return response
+
+    async def _read(self, result: Any, ctx: _Ctx) -> AgentResponse:
+        """A streamed answer, each update yielded as it comes; the answer is their aggregate."""
         if not isinstance(result, AsyncIterable):
             result = await result  # an 'async def run' that returns the stream
         if not isinstance(result, AsyncIterable):
@@ -459,9 +475,9 @@ class AgentExecutor(ReadsContext, Executor):
             updates.append(update)
             shown = [c for c in update.contents if not isinstance(c, UserInputRequestContent)]
             if len(shown) == len(update.contents):
-                await ctx.yield_output(update)
+                ctx._output(update)
             elif shown:  # a request for a person is its own event (request_info), not a piece of the answer
-                await ctx.yield_output(update.model_copy(update={"contents": shown}))
+                ctx._output(update.model_copy(update={"contents": shown}))
         return AgentResponse.from_updates(updates)
 
     # -- state between runs ---------------------------------------------------------

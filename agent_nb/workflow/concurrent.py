@@ -68,7 +68,7 @@ class Dispatch(TakesTheInput):
             raise ValueError(
                 f"executor {self.id!r} was given an empty list: there is nothing to hand out; send a question"
             )
-        await ctx.send_message(conversation_so_far(messages, self.id))
+        ctx._send(conversation_so_far(messages, self.id))
 
 
 class Aggregate(Executor):
@@ -84,7 +84,7 @@ class Aggregate(Executor):
     async def gather(self, answered: list[AgentExecutorResponse], ctx: WorkflowContext[Any, Any]) -> None:
         answers = [a.agent_response for a in answered]
         if self.merge is None:
-            await ctx.yield_output(Answers(answers))
+            ctx._output(Answers(answers))
             return
         merged = self.merge(answers)
         if inspect.isawaitable(merged):

@@ -88,10 +88,18 @@ class WorkflowContext(Generic[SendT, OutT]):
 
     async def send_message(self, message: Any, target_id: str | None = None) -> None:
         """Deliver ``message`` in the next superstep along this executor's edges (or to ``target_id`` only)."""
-        self._sent.append(self._run.route(self.executor_id, message, target_id, self._order))
+        self._send(message, target_id)
 
     async def yield_output(self, value: Any) -> None:
         """Make ``value`` an output of the workflow run."""
+        self._output(value)
+
+    def _send(self, message: Any, target_id: str | None = None) -> None:
+        """``send_message`` without a coroutine: agent_nb's own executors call it once or more per invocation."""
+        self._sent.append(self._run.route(self.executor_id, message, target_id, self._order))
+
+    def _output(self, value: Any) -> None:
+        """``yield_output`` without a coroutine."""
         self._outputs.append(value)
         self._run.output(self.executor_id, value)
 
@@ -294,13 +302,6 @@ class Executor:
             executor_id=self.id,
             accepted=accepted,
         )
-
-    async def execute(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        """Run the handler that takes ``message``."""
-        fn = self._find_handler(message)
-        if fn is None:
-            raise self.type_error(message)
-        await fn(message, ctx)
 
     def snapshot_state(self) -> dict[str, Any]:
         """What this executor holds between runs (immutable values; cheap to take)."""

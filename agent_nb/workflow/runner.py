@@ -379,10 +379,10 @@ class _Run:
         executors = self.workflow.executors
         if len(by_target) == 1:
             ((target, messages),) = by_target.items()
-            await self._invoke_all(executors[target], messages, step, 0)
+            await self._invoke(executors[target], messages, step, 0)
         else:
             await gather_or_cancel(
-                [self._invoke_all(executors[t], ms, step, rank) for rank, (t, ms) in enumerate(by_target.items())]
+                [self._invoke(executors[t], ms, step, rank) for rank, (t, ms) in enumerate(by_target.items())]
             )
         outbox, self._outbox = self._outbox, []
         if len(outbox) > 1:
@@ -414,40 +414,39 @@ class _Run:
                 self._next.append((target.id, merged))
                 del self._fan_in[group.index]
 
-    async def _invoke_all(self, executor: Executor, messages: list[Any], step: int, rank: int) -> None:
+    async def _invoke(self, executor: Executor, messages: list[Any], step: int, rank: int) -> None:
         """One executor's messages of a superstep, in order; the turns its agents save are its own (``rank``)."""
         assert self._writes is not None, "a superstep runs inside execute()"
+        eid = executor.id
+        if self.touched is not None:
+            self.touched.add(eid)
         token = self._writes.writer(step, rank)
         try:
             for number, message in enumerate(messages):
-                await self._invoke(executor, message, step, (rank, number))
+                index = self._count
+                self._count += 1
+                self.emit(ExecutorInvoked(eid, step))
+                record = OpenSnapshot(eid, step, index, message, executor.kind)
+                ctx: WorkflowContext[Any, Any] = WorkflowContext(self, record, (rank, number))
+                start = time.perf_counter()
+                try:
+                    handler = executor._find_handler(message)
+                    if handler is None:
+                        raise executor.type_error(message)
+                    await handler(message, ctx)
+                except Exception as exc:
+                    self._record(ctx, start, error=f"{type(exc).__name__}: {exc}")
+                    self.emit(ExecutorFailed(eid, step, exc))
+                    raise _Failure(eid, step, exc) from exc
+                except BaseException as exc:  # cancelled (CancelledError, KeyboardInterrupt): not a failure of its own
+                    self._record(ctx, start, error=f"cancelled ({type(exc).__name__})")
+                    raise
+                snapshot = self._record(ctx, start)
+                if ctx._updates is not None:
+                    self._updates.append((ctx._order, ctx._updates))
+                self.emit(ExecutorCompleted(eid, step, snapshot))
         finally:
             reset_writer(token)
-
-    async def _invoke(self, executor: Executor, message: Any, step: int, order: tuple[int, int] = (0, 0)) -> None:
-        index = self._count
-        self._count += 1
-        if self.touched is not None:
-            self.touched.add(executor.id)
-        eid = executor.id
-        self.emit(ExecutorInvoked(eid, step))
-        ctx: WorkflowContext[Any, Any] = WorkflowContext(
-            self, OpenSnapshot(eid, step, index, message, executor.kind), order
-        )
-        start = time.perf_counter()
-        try:
-            await executor.execute(message, ctx)
-        except Exception as exc:
-            self._record(ctx, start, error=f"{type(exc).__name__}: {exc}")
-            self.emit(ExecutorFailed(eid, step, exc))
-            raise _Failure(eid, step, exc) from exc
-        except BaseException as exc:  # cancelled (CancelledError, KeyboardInterrupt): not a failure of its own
-            self._record(ctx, start, error=f"cancelled ({type(exc).__name__})")
-            raise
-        snapshot = self._record(ctx, start)
-        if ctx._updates is not None:
-            self._updates.append((order, ctx._updates))
-        self.emit(ExecutorCompleted(eid, step, snapshot))
 
     def _record(self, ctx: WorkflowContext[Any, Any], start: float, error: str | None = None) -> ContextSnapshot:
         """The invocation's trace record, finished (what it sent, yielded, asked; when; how it ended) and frozen."""
