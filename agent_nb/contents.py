@@ -121,6 +121,9 @@ class TextContent(Model):
     """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
     def __init__(self, text: Any = None, /, **data: Any) -> None:
+        if not data and text.__class__ is str and (text.isascii() or _SURROGATE.search(text) is None):
+            made_as(self, {"type": "text", "text": text, "additional_properties": None}, {"text"})
+            return  # a plain text, checked: nothing for pydantic to add
         if text is not None:
             data["text"] = text
         made_from(self, data)
@@ -291,6 +294,53 @@ def to_contents(value: Any, where: str | Callable[[], str] = "Message") -> Any:
             raise bad_argument(_said(where), "contents", item, _ACCEPTED)
         out.append(item)
     return tuple(out)
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def made_as(model: Any, values: dict[str, Any], given: set[str]) -> None:
+    """Give ``model`` the field ``values`` its constructor already checked (``given``: the fields passed).
+
+    What pydantic's ``model_construct`` does, without its cost: the four slots every pydantic
+    model has (its fields, the fields set, no extras, no private attributes). For the common
+    shapes only (a message of texts, a text); anything else goes through pydantic's validation.
+    """
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", given)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+
+
+def text_content(text: str) -> TextContent:
+    """``TextContent(text)`` for a ``str`` known to hold no lone surrogate (checked by the caller)."""
+    content = _new(TextContent)
+    made_as(content, {"type": "text", "text": text, "additional_properties": None}, {"text"})
+    return content
+
+
+def plain_contents(items: Any) -> tuple[Any, ...] | None:
+    """``items`` as contents when each is a plain text or a content already made, else ``None`` (then validate)."""
+    if items.__class__ is not list and items.__class__ is not tuple:
+        return None
+    out = []
+    for item in items:
+        kind = item.__class__
+        if kind is str:
+            if not item.isascii() and _SURROGATE.search(item) is not None:
+                return None  # the full path says what is wrong with it
+            out.append(text_content(item))
+        elif kind in CONTENT_CLASSES:
+            out.append(item)
+        else:
+            return None
+    return tuple(out)
+
+
+def plain_text(value: Any) -> bool:
+    """Whether ``value`` is ``None`` or a ``str`` with no lone surrogate (an optional text field, already fine)."""
+    return value is None or (value.__class__ is str and (value.isascii() or _SURROGATE.search(value) is None))
 
 
 def _made(items: tuple[Any, ...]) -> bool:

@@ -31,7 +31,10 @@ from .contents import (
     UriContent,
     UserInputRequestContent,
     UserInputResponseContent,
+    made_as,
     made_from,
+    plain_contents,
+    plain_text,
     shorten,
     to_contents,
     tool_work_as_text,
@@ -85,6 +88,20 @@ class Message(Model):
     ``additional_properties``), carried unchanged; JSON values."""
 
     def __init__(self, role: Any = UNSET, contents: Any = UNSET, /, **data: Any) -> None:
+        if role.__class__ is str and role in ROLES and contents is not UNSET and data.keys() <= _PLAIN:
+            # the common shape (a role, texts or contents made, an author): checked here, made without pydantic
+            made = plain_contents(contents)
+            author, message_id = data.get("author_name"), data.get("message_id")
+            if made is not None and plain_text(author) and plain_text(message_id):
+                fields = {
+                    "role": role,
+                    "contents": made,
+                    "author_name": author,
+                    "message_id": message_id,
+                    "additional_properties": None,
+                }
+                made_as(self, fields, {"role", "contents", *data})
+                return
         if role is not UNSET:
             data["role"] = role
         if "role" in data and data["role"] not in ROLES:
@@ -148,6 +165,10 @@ class Usage(Model):
             total=total,
             details=details,
         )
+
+
+_PLAIN = frozenset({"author_name", "message_id"})
+"""The keywords the common shape of a message may have (anything else goes through pydantic)."""
 
 
 def _where(data: dict[str, Any]) -> str:

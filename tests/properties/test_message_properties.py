@@ -253,3 +253,53 @@ def test_an_offline_stream_adds_up_to_the_whole_answer(parts: list[Any], author:
 def test_text_of_a_message_is_its_text_contents_joined(first: str) -> None:
     message = Message("user", [first, FunctionCallContent(call_id="c", name="f"), first])
     assert message.text == f"{first} {first}"
+
+
+# -- the constructor's own path for the common shape --------------------------------------------
+
+
+@given(
+    st.sampled_from(ROLES),
+    st.lists(st.one_of(any_text, contents), max_size=4),
+    st.sampled_from([list, tuple]),
+    st.none() | any_text,
+    st.none() | any_text,
+    st.booleans(),
+)
+def test_a_message_made_by_its_constructor_is_the_one_pydantic_validates(
+    role: str, items: list[Any], form: type, author: str | None, message_id: str | None, name_them: bool
+) -> None:
+    """``Message(role, contents, author_name=...)`` is made without pydantic's validation; nothing may tell."""
+    keywords = {"author_name": author, "message_id": message_id} if name_them else {}
+    made = Message(role, form(items), **keywords)
+    validated = Message.model_validate(
+        {
+            "role": role,
+            "contents": [TextContent.model_validate({"text": i}) if isinstance(i, str) else i for i in items],
+            **keywords,
+        }
+    )
+    assert made == validated
+    with contextlib.suppress(TypeError):  # a content holding a dict (a call's arguments) is unhashable either way
+        assert hash(made) == hash(validated)
+    assert made.model_fields_set == validated.model_fields_set
+    assert made.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert Message.model_validate_json(made.model_dump_json()) == made
+    assert all(type(c) is type(v) for c, v in zip(made.contents, validated.contents, strict=True))
+    assert made.contents == validated.contents and [c.model_fields_set for c in made.contents] == [
+        c.model_fields_set for c in validated.contents
+    ]
+    with pytest.raises(pydantic.ValidationError):
+        made.role = "user"  # type: ignore[misc]
+
+
+@given(st.sampled_from(ROLES), surrogate_text(), st.sampled_from(["text", "author_name", "message_id"]))
+def test_the_constructors_own_path_refuses_a_lone_surrogate_as_the_full_one_does(
+    role: str, bad: str, where: str
+) -> None:
+    with pytest.raises(ArgumentError, match="lone surrogate"):
+        if where == "text":
+            Message(role, ["fine", bad])
+        else:
+            Message(role, ["fine"], **{where: bad})
