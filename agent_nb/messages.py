@@ -235,6 +235,17 @@ class _Response(Model):
     usage: Usage | None = None
 
     def __init__(self, messages: Any = UNSET, /, **data: Any) -> None:
+        defaults = _RESPONSE_DEFAULTS.get(type(self)) if not data else None
+        if (
+            defaults is not None
+            and (messages.__class__ is list or messages.__class__ is tuple)
+            and _all_messages(messages)
+        ):
+            # the common shape (messages made, nothing else): nothing for pydantic to check
+            fields = dict(defaults)
+            fields["messages"] = tuple(messages)
+            made_as(self, fields, {"messages"})
+            return
         if messages is not UNSET:
             data["messages"] = messages
         if "messages" in data:
@@ -339,6 +350,18 @@ class ChatResponse(_Response):
 
         def __init__(self, messages: Any = UNSET, /, **data: Any) -> None: ...
 
+
+def _all_messages(items: Sequence[Any]) -> bool:
+    for item in items:  # noqa: SIM110 - a loop: all() over a generator costs more than the test
+        if item.__class__ is not Message:
+            return False
+    return True
+
+
+_RESPONSE_DEFAULTS: dict[type[_Response], dict[str, Any]] = {
+    kind: {name: field.default for name, field in kind.model_fields.items()} for kind in (AgentResponse, ChatResponse)
+}
+"""A response's fields as pydantic would fill them in, for the constructor's own path (messages given only)."""
 
 # The __init__ methods above only map positional arguments to fields. Telling pydantic so
 # lets it build these models straight from JSON or dicts without calling them: nested

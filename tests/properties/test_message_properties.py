@@ -303,3 +303,21 @@ def test_the_constructors_own_path_refuses_a_lone_surrogate_as_the_full_one_does
             Message(role, ["fine", bad])
         else:
             Message(role, ["fine"], **{where: bad})
+
+
+@given(message_lists, st.sampled_from([list, tuple]), st.sampled_from(["agent", "chat"]))
+def test_a_response_made_by_its_constructor_is_the_one_pydantic_validates(
+    messages: list[Message], form: type, kind: str
+) -> None:
+    model = AgentResponse if kind == "agent" else ChatResponse
+    made, validated = model(form(messages)), model.model_validate({"messages": messages})
+    assert made == validated and type(made) is model
+    assert made.model_fields_set == validated.model_fields_set
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert model.model_validate_json(made.model_dump_json()) == made
+
+    class Longer(model):  # type: ignore[misc, valid-type]
+        note: str = "a field of its own"
+
+    longer = Longer(form(messages))  # a subclass goes through pydantic: its own fields get their defaults
+    assert longer.note == "a field of its own" and longer.messages == made.messages
