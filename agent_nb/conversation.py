@@ -81,7 +81,7 @@ class Conversation(Sequence[Message]):
     _stop: int
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
-        if isinstance(messages, Conversation):
+        if messages.__class__ is Conversation or isinstance(messages, Conversation):  # (isinstance: an ABC's)
             self._log, self._stop = messages._log, messages._stop
             return
         items = _check(list(messages))
@@ -146,7 +146,7 @@ class Conversation(Sequence[Message]):
         ``validate=False`` skips the type check, for callers that already know every item is a Message.
         """
         log, stop = self._log, self._stop
-        if isinstance(messages, Conversation):
+        if messages.__class__ is Conversation or isinstance(messages, Conversation):
             if stop == 0:
                 return messages
             new = messages.to_list()

@@ -67,7 +67,10 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
 
-def _text_of(contents: Iterable[Any]) -> str:
+def _text_of(contents: Sequence[Any]) -> str:
+    if len(contents) == 1:  # most messages: one content
+        only = contents[0]
+        return only.text if only.type == "text" else ""
     return " ".join(c.text for c in contents if c.type == "text")
 
 

@@ -86,7 +86,7 @@ class AgentExecutorResponse:
 
     def __post_init__(self) -> None:
         full = self.full_conversation
-        if full is not None and not isinstance(full, Conversation):
+        if full is not None and full.__class__ is not Conversation and not isinstance(full, Conversation):
             object.__setattr__(self, "full_conversation", Conversation(full))  # a list built by hand
 
     def describe(self) -> str:
@@ -302,8 +302,7 @@ class AgentExecutor(ReadsContext, Executor):
     def _arrive(self, selection: Selection, ctx: _Ctx, *, respond: bool, sources: tuple[str, ...] = ()) -> bool:
         """Keep what arrived (as the context mode selected it); whether the agent answers now (``_take_turn``)."""
         record = ctx._record  # written directly: these are the record's own fields
-        for name, value in self._mode_record.items():
-            setattr(record, name, value)
+        self._record_mode(record)
         record.kept, record.dropped = selection.kept, selection.dropped
         self._cache = self._cache.extend(selection.kept, validate=False)  # every handler made Messages
         if self.options.wait_for_turn_token:
@@ -364,8 +363,7 @@ class AgentExecutor(ReadsContext, Executor):
         listed = cache.as_input_for(self._names) if options.reassign_other_agents_as_users else cache.to_list()
         given = tuple(listed)
         record = ctx._record  # what the trace keeps of this invocation, written here directly (once per turn)
-        for name, value in self._mode_record.items():
-            setattr(record, name, value)
+        self._record_mode(record)
         record.given, record.cached = given, cache
         if self.session is None:
             self.session = self.agent.create_session()
@@ -550,4 +548,6 @@ def _whole(said: Sequence[Message], response: AgentResponse) -> AgentResponse:
 
 
 def _conversation(messages: Any) -> Conversation:
-    return messages if isinstance(messages, Conversation) else Conversation(messages)
+    return (
+        messages if messages.__class__ is Conversation or isinstance(messages, Conversation) else Conversation(messages)
+    )

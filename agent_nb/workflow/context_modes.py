@@ -88,6 +88,15 @@ class ReadsContext:
         name = getattr(context_filter, "__name__", type(context_filter).__name__) if mode == "custom" else None
         self._mode_record = {"kind": self.kind, "context_mode": mode, "context_filter": name}
 
+    def _record_mode(self, record: Any) -> None:
+        """Write the mode into an invocation's open record (``_mode_record``'s three fields)."""
+        mode = self._mode_record
+        record.kind, record.context_mode, record.context_filter = (
+            mode["kind"],
+            mode["context_mode"],
+            mode["context_filter"],
+        )
+
     def _select(self, response: AgentExecutorResponse) -> Selection:
         """Apply the context mode to an upstream response."""
         reply = response.agent_response.messages

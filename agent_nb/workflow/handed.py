@@ -54,7 +54,7 @@ class ConversationSoFar(AgentExecutorResponse):
 
 def conversation_so_far(messages: Sequence[Message] | Conversation, by: str) -> ConversationSoFar:
     """``messages`` as handed on by ``by``: one shared conversation, nothing copied per receiver."""
-    conversation = messages if isinstance(messages, Conversation) else Conversation(list(messages))
+    conversation = messages if messages.__class__ is Conversation else Conversation(list(messages))
     last = conversation[-1]
     start = len(conversation) - 1
     while start > 0 and (conversation[start - 1].role, conversation[start - 1].author_name) == (
