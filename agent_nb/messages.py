@@ -124,7 +124,13 @@ class Message(Model):
         """A copy under another role, keeping contents, author and id."""
         if role not in ROLES:
             raise bad_argument("Message.with_role", "role", role, f"use one of: {', '.join(ROLES)}")
-        return self.model_copy(update={"role": role})  # the contents are already valid: no revalidation
+        if type(self) is not Message:  # a subclass may keep more than its fields
+            return self.model_copy(update={"role": role})
+        copy = _new_message(Message)  # the fields are valid already: a copy of them, the role changed
+        fields = dict(self.__dict__)
+        fields["role"] = role
+        made_as(copy, fields, {*self.__pydantic_fields_set__, "role"})
+        return copy
 
     def __repr__(self) -> str:
         parts = [repr(self.role), repr(shorten(self.text))]
@@ -170,6 +176,7 @@ class Usage(Model):
         )
 
 
+_new_message = object.__new__
 _PLAIN = frozenset({"author_name", "message_id"})
 """The keywords the common shape of a message may have (anything else goes through pydantic)."""
 

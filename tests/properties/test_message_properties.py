@@ -321,3 +321,13 @@ def test_a_response_made_by_its_constructor_is_the_one_pydantic_validates(
 
     longer = Longer(form(messages))  # a subclass goes through pydantic: its own fields get their defaults
     assert longer.note == "a field of its own" and longer.messages == made.messages
+
+
+@given(messages, st.sampled_from(ROLES))
+def test_a_message_under_another_role_is_the_one_pydantic_would_copy(message: Message, role: str) -> None:
+    before = message.model_dump_json()
+    moved, copied = message.with_role(role), message.model_copy(update={"role": role})  # type: ignore[arg-type]
+    assert moved == copied and moved.role == role and type(moved) is Message
+    assert moved.model_fields_set == copied.model_fields_set | {"role"}
+    assert moved.model_dump_json() == copied.model_dump_json()
+    assert message.model_dump_json() == before  # the original unchanged
