@@ -1,9 +1,9 @@
-"""Workflow events: small frozen records with a ``type`` tag, for ``match`` and for streams."""
+"""Workflow events: small frozen records with a ``type`` tag (one per class), for ``match`` and for streams."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     from ..trace import ContextSnapshot
@@ -30,14 +30,14 @@ __all__ = [
 class WorkflowEvent:
     """Base of every event; ``type`` names the kind."""
 
-    type: str = field(init=False, default="event")
+    type: ClassVar[str] = "event"
 
 
 @dataclass(frozen=True, slots=True)
 class WorkflowStarted(WorkflowEvent):
     """The run began."""
 
-    type: Literal["started"] = field(init=False, default="started")
+    type: ClassVar[Literal["started"]] = "started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,7 @@ class SuperstepStarted(WorkflowEvent):
     """Messages sent in the previous superstep are being delivered."""
 
     superstep: int
-    type: Literal["superstep_started"] = field(init=False, default="superstep_started")
+    type: ClassVar[Literal["superstep_started"]] = "superstep_started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class SuperstepCompleted(WorkflowEvent):
     """Every executor of the superstep finished."""
 
     superstep: int
-    type: Literal["superstep_completed"] = field(init=False, default="superstep_completed")
+    type: ClassVar[Literal["superstep_completed"]] = "superstep_completed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ class ExecutorInvoked(WorkflowEvent):
 
     executor_id: str
     superstep: int
-    type: Literal["executor_invoked"] = field(init=False, default="executor_invoked")
+    type: ClassVar[Literal["executor_invoked"]] = "executor_invoked"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ class ExecutorCompleted(WorkflowEvent):
     executor_id: str
     superstep: int
     snapshot: ContextSnapshot | None = None
-    type: Literal["executor_completed"] = field(init=False, default="executor_completed")
+    type: ClassVar[Literal["executor_completed"]] = "executor_completed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ class ExecutorFailed(WorkflowEvent):
     executor_id: str
     superstep: int
     error: BaseException
-    type: Literal["executor_failed"] = field(init=False, default="executor_failed")
+    type: ClassVar[Literal["executor_failed"]] = "executor_failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ class OutputEvent(WorkflowEvent):
 
     executor_id: str
     data: Any
-    type: Literal["output"] = field(init=False, default="output")
+    type: ClassVar[Literal["output"]] = "output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ class IntermediateEvent(WorkflowEvent):
 
     executor_id: str
     data: Any
-    type: Literal["intermediate"] = field(init=False, default="intermediate")
+    type: ClassVar[Literal["intermediate"]] = "intermediate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +112,7 @@ class WorkflowFailed(WorkflowEvent):
     """The run failed; ``error`` is what ``run`` raises."""
 
     error: BaseException
-    type: Literal["failed"] = field(init=False, default="failed")
+    type: ClassVar[Literal["failed"]] = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +120,7 @@ class WorkflowCompleted(WorkflowEvent):
     """The run ended: no messages are left to deliver."""
 
     supersteps: int
-    type: Literal["completed"] = field(init=False, default="completed")
+    type: ClassVar[Literal["completed"]] = "completed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +131,7 @@ class RequestInfoEvent(WorkflowEvent):
     executor_id: str
     data: Any
     response_type: Any
-    type: Literal["request_info"] = field(init=False, default="request_info")
+    type: ClassVar[Literal["request_info"]] = "request_info"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,7 @@ class CheckpointSaved(WorkflowEvent):
     checkpoint_id: str
     superstep: int
     status: str
-    type: Literal["checkpoint"] = field(init=False, default="checkpoint")
+    type: ClassVar[Literal["checkpoint"]] = "checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,4 +149,4 @@ class WorkflowWarning(WorkflowEvent):
     """Something the run could do, but not as well as asked: it says what and why."""
 
     message: str
-    type: Literal["warning"] = field(init=False, default="warning")
+    type: ClassVar[Literal["warning"]] = "warning"

@@ -62,4 +62,4 @@ def conversation_so_far(messages: Sequence[Message] | Conversation, by: str) -> 
         last.author_name,
     ):
         start -= 1
-    return ConversationSoFar(by, AgentResponse(messages=list(conversation[start:])), conversation)
+    return ConversationSoFar(by, AgentResponse(conversation[start:]), conversation)

@@ -43,7 +43,7 @@ def _answer(result: RunResult, name: str) -> AgentResponse:
             messages.extend(value.messages)
     if not messages and result.text:
         messages = [Message("assistant", result.text, author_name=name)]
-    return AgentResponse(messages=messages)
+    return AgentResponse(messages)
 
 
 def _waiting(result: RunResult, name: str) -> UsageError:
