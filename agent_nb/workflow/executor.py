@@ -276,12 +276,21 @@ class Executor:
         return tuple(dict.fromkeys(out))
 
     def _find_spec(self, message: Any) -> _HandlerSpec | None:
-        """The first handler that takes ``message``; the candidates are planned once per message type."""
+        """The first handler that takes ``message``; the candidates are planned once per message type.
+
+        When the first candidate takes the whole type (no look at the items of a list), the plan is
+        that handler itself: the type alone answers.
+        """
         kind = type(message)
-        plans: dict[type, tuple[_HandlerSpec, ...]] = self.__dict__.setdefault("_plans", {})  # no __init__ needed
+        plans: dict[type, _HandlerSpec | tuple[_HandlerSpec, ...]] | None = self.__dict__.get("_plans")
+        if plans is None:
+            plans = self.__dict__["_plans"] = {}  # here, not in __init__: subclasses need not call it
         plan = plans.get(kind)
         if plan is None:
-            plan = plans[kind] = tuple(s for s in self.handler_specs if issubclass(kind, s.test.covers))
+            candidates = tuple(s for s in self.handler_specs if issubclass(kind, s.test.covers))
+            plan = plans[kind] = candidates[0] if candidates and candidates[0].test.exact else candidates
+        if isinstance(plan, _HandlerSpec):
+            return plan
         for spec in plan:
             if spec.test.exact or spec.test.check(message):
                 return spec

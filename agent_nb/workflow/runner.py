@@ -471,12 +471,9 @@ def _finished(checkpoint_id: str, name: str) -> str:
 
 
 _first = operator.itemgetter(0)
+_sent_order = operator.itemgetter(0, 1)
+"""A message of the outbox by its sender's place, then by when it was sent."""
 _by_index = operator.attrgetter("index")
-
-
-def _sent_order(sent: tuple[tuple[int, int], int, str, Any]) -> tuple[tuple[int, int], int]:
-    """A message of the outbox by its sender's place, then by when it was sent."""
-    return sent[0], sent[1]
 
 
 def _unsaved_history(workflow: Workflow) -> list[str]:
