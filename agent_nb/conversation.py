@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Any, overload
+from typing import Any, TypeGuard, overload
 
 from .messages import ONLY_MESSAGES, Message, tool_work_as_text
 
@@ -42,6 +42,15 @@ def handed_over(message: Message) -> Message:
     if not any(c.type == "function_call" or c.type == "function_result" for c in message.contents):
         return message.with_role("user")
     return Message("user", [tool_work_as_text(c) for c in message.contents], author_name=message.author_name)
+
+
+def _shares(messages: Iterable[Message]) -> TypeGuard[Conversation]:
+    """Whether ``messages`` is a Conversation, whose storage can be shared.
+
+    Lists and tuples are told apart first, without ``isinstance`` on an ABC.
+    """
+    kind = messages.__class__
+    return kind is Conversation or (kind is not list and kind is not tuple and isinstance(messages, Conversation))
 
 
 class _Log:
@@ -81,7 +90,7 @@ class Conversation(Sequence[Message]):
     _stop: int
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
-        if messages.__class__ is Conversation or isinstance(messages, Conversation):  # (isinstance: an ABC's)
+        if _shares(messages):
             self._log, self._stop = messages._log, messages._stop
             return
         items = _check(list(messages))
@@ -146,7 +155,7 @@ class Conversation(Sequence[Message]):
         ``validate=False`` skips the type check, for callers that already know every item is a Message.
         """
         log, stop = self._log, self._stop
-        if messages.__class__ is Conversation or isinstance(messages, Conversation):
+        if _shares(messages):
             if stop == 0:
                 return messages
             new = messages.to_list()
