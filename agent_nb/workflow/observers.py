@@ -1,6 +1,7 @@
 """Watchers of every run as it goes (``agent_nb.telemetry`` is one): told each event of each run.
 
-With none registered a run pays one check of an empty list per event. An observer is called as
+A run is watched by the observers registered when it starts; one started with none pays nothing
+per event (its events go straight to its list). An observer is called as
 ``observer(run, event)``, in the task that emitted the event (so ``contextvars`` read there are the
 run's); ``run.workflow`` and ``run.began`` (seconds since the epoch) say which run it is. An
 observer that raises does not stop the run: it is said as a ``RuntimeWarning``.
@@ -19,7 +20,11 @@ OBSERVERS: list[Observer] = []
 
 
 def observe(observer: Observer) -> Callable[[], None]:
-    """Tell ``observer`` every run's events from now on; call what it returns to stop."""
+    """Tell ``observer`` the events of every run started from now on; call what it returns to stop.
+
+    A run is watched whole or not at all: one under way when it registers is not told, one under
+    way when it stops is told to its end.
+    """
     OBSERVERS.append(observer)
 
     def stop() -> None:
@@ -29,9 +34,9 @@ def observe(observer: Observer) -> Callable[[], None]:
     return stop
 
 
-def notify(run: Any, event: Any) -> None:
-    """Tell every observer ``event`` of ``run`` (the run calls this only when there are observers)."""
-    for observer in tuple(OBSERVERS):
+def notify(run: Any, event: Any, observers: tuple[Observer, ...]) -> None:
+    """Tell ``observers`` (those of ``run``) its ``event``."""
+    for observer in observers:
         try:
             observer(run, event)
         except Exception as exc:  # a watcher's failure is not the run's

@@ -97,6 +97,9 @@ class _Run:
         self.streaming = streaming
         self.events: list[WorkflowEvent] = []
         self._emit_extra = emit
+        self._observers = tuple(OBSERVERS)  # those watching when it starts: a run is watched whole or not at all
+        self.emit: Emit = self.events.append if emit is None and not self._observers else self._emit_watched
+        """Record an event (and hand it to the stream and the observers this run started with, if any)."""
         self._run_kwargs = run_kwargs
         self.has_kwargs = any(run_kwargs.values())
         """Whether the run gives any agent keyword arguments (``client_kwargs``, ``function_invocation_kwargs``)."""
@@ -118,10 +121,15 @@ class _Run:
 
     # -- called by WorkflowContext --------------------------------------------------
 
-    def emit(self, event: WorkflowEvent) -> None:
+    def also_emit_to(self, emit: Emit) -> None:
+        """Hand every event to ``emit`` too (a stream's queue), from now on."""
+        self._emit_extra = emit
+        self.emit = self._emit_watched
+
+    def _emit_watched(self, event: WorkflowEvent) -> None:
         self.events.append(event)
-        if OBSERVERS:
-            notify(self, event)
+        if self._observers:
+            notify(self, event, self._observers)
         if self._emit_extra is not None:
             self._emit_extra(event)
 

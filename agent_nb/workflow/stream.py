@@ -39,7 +39,7 @@ class _Producer:
         import asyncio  # on use: importing agent_nb does not import asyncio
 
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
-        run._emit_extra = self.queue.put_nowait
+        run.also_emit_to(self.queue.put_nowait)
         self.task: asyncio.Task[RunResult] = asyncio.ensure_future(self._produce(execute))
 
     async def _produce(self, execute: Coroutine[Any, Any, RunResult]) -> RunResult:

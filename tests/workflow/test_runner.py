@@ -498,3 +498,25 @@ async def test_an_executor_records_into_its_trace_record_and_only_the_fields_tha
         await workflow.run("take the index")
     assert isinstance(failed.value.__cause__, ArgumentError)
     assert "record_context()" in str(failed.value.__cause__) and "index" in str(failed.value.__cause__)
+
+
+async def test_a_run_is_watched_by_the_observers_registered_when_it_starts() -> None:
+    from agent_nb.workflow.observers import observe
+
+    seen: list[tuple[str, str]] = []
+    gate = Gate()
+    workflow = WorkflowBuilder(start_executor=Relay("a", gate=gate)).add_edge("a", Relay("b")).build()
+    stream = workflow.run("x", stream=True)
+    first = await stream.__anext__()
+    await gate.started.wait()  # the run is under way, unwatched
+    stop = observe(lambda run, event: seen.append((run.workflow.name, event.type)))
+    try:
+        gate.open()
+        rest = [e async for e in stream]
+        assert first.type == "started" and rest[-1].type == "completed" and seen == []  # not half a run
+        watched = await workflow.run("y")  # started now: watched from its first event to its last
+        assert seen == [(workflow.name, e.type) for e in watched.events]
+    finally:
+        stop()
+    await workflow.run("z")
+    assert len(seen) == len(watched.events)  # stopped
