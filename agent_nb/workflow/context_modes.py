@@ -107,7 +107,9 @@ class ReadsContext:
             return Selection(full)
         if self._mode == "last_agent":
             n, k = len(full), len(reply)
-            if k <= n and all(full[n - k + i] is m for i, m in enumerate(reply)):
+            if k <= n and (
+                full[n - 1] is reply[0] if k == 1 else all(full[n - k + i] is m for i, m in enumerate(reply))
+            ):
                 return Selection(reply, full.head(n - k))
             return Selection(reply, without(full, reply))
         return self._filtered(full.to_list())
