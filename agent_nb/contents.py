@@ -121,8 +121,13 @@ class TextContent(Model):
     """What another framework keeps on this content that agent_nb has no field for (JSON values)."""
 
     def __init__(self, text: Any = None, /, **data: Any) -> None:
-        if not data and text.__class__ is str and (text.isascii() or _SURROGATE.search(text) is None):
-            made_as(self, {"type": "text", "text": text, "additional_properties": None}, {"text"})
+        if (
+            not data
+            and type(self) is TextContent
+            and text.__class__ is str
+            and (text.isascii() or not _SURROGATE.search(text))
+        ):
+            _as_text(self, text)
             return  # a plain text, checked: nothing for pydantic to add
         if text is not None:
             data["text"] = text
@@ -305,7 +310,8 @@ def made_as(model: Any, values: dict[str, Any], given: set[str]) -> None:
 
     What pydantic's ``model_construct`` does, without its cost: the four slots every pydantic
     model has (its fields, the fields set, no extras, no private attributes). For the common
-    shapes only (a message of texts, a text); anything else goes through pydantic's validation.
+    shapes only (a text, a message of texts, a response of messages, of these exact classes:
+    a subclass may add fields); anything else goes through pydantic's validation.
     """
     _set(model, "__dict__", values)
     _set(model, "__pydantic_fields_set__", given)
@@ -313,10 +319,14 @@ def made_as(model: Any, values: dict[str, Any], given: set[str]) -> None:
     _set(model, "__pydantic_private__", None)
 
 
+def _as_text(content: Any, text: str) -> None:
+    made_as(content, {"type": "text", "text": text, "additional_properties": None}, {"text"})
+
+
 def text_content(text: str) -> TextContent:
     """``TextContent(text)`` for a ``str`` known to hold no lone surrogate (checked by the caller)."""
     content = _new(TextContent)
-    made_as(content, {"type": "text", "text": text, "additional_properties": None}, {"text"})
+    _as_text(content, text)
     return content
 
 

@@ -91,7 +91,13 @@ class Message(Model):
     ``additional_properties``), carried unchanged; JSON values."""
 
     def __init__(self, role: Any = UNSET, contents: Any = UNSET, /, **data: Any) -> None:
-        if role.__class__ is str and role in ROLES and contents is not UNSET and data.keys() <= _PLAIN:
+        if (
+            type(self) is Message
+            and role.__class__ is str
+            and role in ROLES
+            and contents is not UNSET
+            and data.keys() <= _PLAIN
+        ):
             # the common shape (a role, texts or contents made, an author): checked here, made without pydantic
             made = plain_contents(contents)
             author, message_id = data.get("author_name"), data.get("message_id")

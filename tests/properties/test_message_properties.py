@@ -331,3 +331,15 @@ def test_a_message_under_another_role_is_the_one_pydantic_would_copy(message: Me
     assert moved.model_fields_set == copied.model_fields_set | {"role"}
     assert moved.model_dump_json() == copied.model_dump_json()
     assert message.model_dump_json() == before  # the original unchanged
+
+
+def test_a_subclass_of_a_message_or_a_text_gets_its_own_fields() -> None:
+    class Noted(Message):
+        note: str = "kept"
+
+    class Marked(TextContent):
+        mark: int = 7
+
+    assert Noted("user", ["hi"], author_name="ann").note == "kept"
+    assert Marked("hi").mark == 7
+    assert Noted("user", ["hi"]).with_role("assistant").note == "kept"
