@@ -10,7 +10,7 @@ import json
 import operator
 import re
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, ValidationError
 
@@ -247,18 +247,8 @@ Content = Annotated[
     ],
     Field(discriminator="type"),
 ]
-CONTENT_CLASSES = frozenset(
-    {
-        TextContent,
-        FunctionCallContent,
-        FunctionResultContent,
-        UserInputRequestContent,
-        UserInputResponseContent,
-        DataContent,
-        UriContent,
-    }
-)
-"""The content models, for an exact-class test (``isinstance`` on a pydantic model is a slow ABC check)."""
+CONTENT_CLASSES: frozenset[type[Model]] = frozenset(get_args(get_args(Content)[0]))
+"""The content models (the union's members), for an exact-class test (isinstance on a pydantic model: an ABC check)."""
 _CONTENT_TYPES = (
     "text",
     "function_call",
