@@ -10,7 +10,7 @@ import json
 import operator
 import re
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, ValidationError
 
@@ -127,7 +127,7 @@ class TextContent(Model):
             and text.__class__ is str
             and (text.isascii() or not _SURROGATE.search(text))
         ):
-            _as_text(self, text)
+            made_as(self, {"type": "text", "text": text, "additional_properties": None}, {"text"})
             return  # a plain text, checked: nothing for pydantic to add
         if text is not None:
             data["text"] = text
@@ -292,6 +292,7 @@ def to_contents(value: Any, where: str | Callable[[], str] = "Message") -> Any:
 
 
 _new = object.__new__
+_M = TypeVar("_M", bound=BaseModel)
 _set = object.__setattr__
 
 
@@ -309,15 +310,16 @@ def made_as(model: Any, values: dict[str, Any], given: set[str]) -> None:
     _set(model, "__pydantic_private__", None)
 
 
-def _as_text(content: Any, text: str) -> None:
-    made_as(content, {"type": "text", "text": text, "additional_properties": None}, {"text"})
+def made(cls: type[_M], values: dict[str, Any], given: set[str]) -> _M:
+    """A new ``cls`` given ``values`` (``made_as``): for a copy of a model whose fields are valid already."""
+    model: _M = _new(cls)
+    made_as(model, values, given)
+    return model
 
 
 def text_content(text: str) -> TextContent:
     """``TextContent(text)`` for a ``str`` known to hold no lone surrogate (checked by the caller)."""
-    content = _new(TextContent)
-    _as_text(content, text)
-    return content
+    return made(TextContent, {"type": "text", "text": text, "additional_properties": None}, {"text"})
 
 
 def plain_contents(items: Any) -> tuple[Any, ...] | None:

@@ -31,6 +31,7 @@ from .contents import (
     UriContent,
     UserInputRequestContent,
     UserInputResponseContent,
+    made,
     made_as,
     made_from,
     plain_contents,
@@ -132,11 +133,9 @@ class Message(Model):
             raise bad_argument("Message.with_role", "role", role, f"use one of: {', '.join(ROLES)}")
         if type(self) is not Message:  # a subclass may keep more than its fields
             return self.model_copy(update={"role": role})
-        copy = _new_message(Message)  # the fields are valid already: a copy of them, the role changed
-        fields = dict(self.__dict__)
+        fields = dict(self.__dict__)  # valid already: a copy of them, the role changed
         fields["role"] = role
-        made_as(copy, fields, {*self.__pydantic_fields_set__, "role"})
-        return copy
+        return made(Message, fields, {*self.__pydantic_fields_set__, "role"})
 
     def __repr__(self) -> str:
         parts = [repr(self.role), repr(shorten(self.text))]
@@ -182,7 +181,6 @@ class Usage(Model):
         )
 
 
-_new_message = object.__new__
 _PLAIN = frozenset({"author_name", "message_id"})
 """The keywords the common shape of a message may have (anything else goes through pydantic)."""
 
